@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# testbin.sh builds the binaries of the local test bed from the Go module proxy
+# into a cache outside the repository, keyed by versions and the Go version,
+# and prints the directory that holds them. A marker file is written last, so
+# a half-finished build is never trusted; a warm cache is reused as it is.
+#
+#   hack/testbin.sh control-plane   -> dir with etcd, kube-apiserver, kube-controller-manager, kubectl
+#   hack/testbin.sh nats [VERSION]  -> dir with nats-server (default v2.15.2)
+#   hack/testbin.sh all             -> both of the above (the default nats version)
+#
+# Environment: KUBE_VERSION (v1.37.2), ETCD_VERSION (v3.6.16),
+# NATS_SERVER_VERSION (v2.15.2), NATS_OPERATOR_CACHE (cache root).
+set -euo pipefail
+
+KUBE_VERSION="${KUBE_VERSION:-v1.37.2}"
+ETCD_VERSION="${ETCD_VERSION:-v3.6.16}"
+NATS_SERVER_VERSION="${NATS_SERVER_VERSION:-v2.15.2}"
+CACHE_ROOT="${NATS_OPERATOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/nats-operator}/testbin"
+GO="${GO:-go}"
+GOVERSION="$("$GO" env GOVERSION)"
+export GOFLAGS="${GOFLAGS:-} -mod=mod"
+export GOWORK=off
+
+log() { echo "testbin: $*" >&2; }
+
+# staging version: v1.37.2 -> v0.37.2
+staging_version() { echo "v0.${1#v1.}"; }
+
+build_control_plane() {
+  local dir="$CACHE_ROOT/control-plane-${KUBE_VERSION}-etcd-${ETCD_VERSION}-${GOVERSION}"
+  if [ -f "$dir/.complete" ]; then echo "$dir"; return; fi
+  log "building etcd ${ETCD_VERSION} and kubernetes ${KUBE_VERSION} into $dir (cold: several minutes)"
+  local work; work="$(mktemp -d)"
+  trap 'rm -rf "$work"' RETURN
+  mkdir -p "$dir.tmp"
+  # etcd: its go.mod has replace lines, so build from a scratch module.
+  (
+    mkdir -p "$work/etcd" && cd "$work/etcd"
+    "$GO" mod init testbin/etcd >/dev/null 2>&1
+    "$GO" get "go.etcd.io/etcd/server/v3@${ETCD_VERSION}" >/dev/null 2>&1
+    "$GO" build -trimpath -ldflags "-s -w" -o "$dir.tmp/etcd" go.etcd.io/etcd/server/v3
+  )
+  # kubernetes: replace every staging module with its published version.
+  (
+    mkdir -p "$work/kube" && cd "$work/kube"
+    "$GO" mod init testbin/kube >/dev/null 2>&1
+    local modfile
+    modfile="$("$GO" mod download -json "k8s.io/kubernetes@${KUBE_VERSION}" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')"
+    local sv; sv="$(staging_version "$KUBE_VERSION")"
+    "$GO" mod edit -require "k8s.io/kubernetes@${KUBE_VERSION}"
+    grep -oE '^\s*k8s.io/[a-z0-9-]+ => ./staging' "$modfile" | awk '{print $1}' | while read -r m; do
+      "$GO" mod edit -replace "$m=$m@$sv"
+    done
+    cat > tools.go <<'GO'
+//go:build tools
+
+package tools
+
+import (
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kubectl"
+)
+GO
+    "$GO" mod tidy -e >/dev/null 2>&1 || true
+    "$GO" get "k8s.io/kubernetes/cmd/kube-apiserver@${KUBE_VERSION}" >/dev/null 2>&1 || true
+    local minor="${KUBE_VERSION#v1.}"; minor="${minor%%.*}"
+    local ld="-s -w"
+    for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+      ld="$ld -X $p.gitVersion=${KUBE_VERSION} -X $p.gitMajor=1 -X $p.gitMinor=${minor} -X $p.gitTreeState=clean"
+    done
+    for c in kube-apiserver kube-controller-manager kubectl; do
+      "$GO" build -trimpath -ldflags "$ld" -o "$dir.tmp/$c" "k8s.io/kubernetes/cmd/$c"
+    done
+  )
+  rm -rf "$dir" && mv "$dir.tmp" "$dir"
+  touch "$dir/.complete"
+  echo "$dir"
+}
+
+build_nats() {
+  local v="${1:-$NATS_SERVER_VERSION}"
+  case "$v" in v*) ;; *) v="v$v" ;; esac
+  local dir="$CACHE_ROOT/nats-server-${v}-${GOVERSION}"
+  if [ -f "$dir/.complete" ]; then echo "$dir"; return; fi
+  log "building nats-server ${v} into $dir"
+  rm -rf "$dir.tmp" && mkdir -p "$dir.tmp"
+  GOBIN="$dir.tmp" "$GO" install -trimpath -ldflags "-s -w" "github.com/nats-io/nats-server/v2@${v}"
+  rm -rf "$dir" && mv "$dir.tmp" "$dir"
+  touch "$dir/.complete"
+  echo "$dir"
+}
+
+case "${1:-all}" in
+  control-plane) build_control_plane ;;
+  nats) build_nats "${2:-}" ;;
+  all) build_control_plane; build_nats ;;
+  *) echo "usage: $0 [control-plane|nats [VERSION]|all]" >&2; exit 2 ;;
+esac

@@ -1,0 +1,97 @@
+package v1beta1
+
+// Condition types of a NatsCluster.
+const (
+	// ConditionReady says whether enough servers are ready to serve.
+	ConditionReady = "Ready"
+	// ConditionSettled says whether every Raft group has a leader and every
+	// member is current, as NATS itself reports.
+	ConditionSettled = "Settled"
+	// ConditionProgressing says whether a change is being rolled out or held.
+	ConditionProgressing = "Progressing"
+)
+
+// Reasons of the Ready condition.
+const (
+	ReasonAllServersReady   = "AllServersReady"
+	ReasonQuorumAvailable   = "QuorumAvailable"
+	ReasonQuorumUnavailable = "QuorumUnavailable"
+)
+
+// Reasons of the Settled condition, most severe first among the False ones.
+const (
+	ReasonAllGroupsCurrent  = "AllGroupsCurrent"
+	ReasonServersSilent     = "ServersSilent"
+	ReasonGroupsLeaderless  = "GroupsLeaderless"
+	ReasonMembersOffline    = "MembersOffline"
+	ReasonGroupsCatchingUp  = "GroupsCatchingUp"
+	ReasonObservationFailed = "ObservationFailed"
+)
+
+// Reasons of the Progressing condition. True: a rollout moves or waits;
+// False: up to date, or held until the user acts.
+const (
+	ReasonCreating       = "Creating"
+	ReasonRollingRestart = "RollingRestart"
+	ReasonGateBlocked    = "GateBlocked"
+	ReasonRolloutPaused  = "RolloutPaused"
+	ReasonReloading      = "Reloading"
+
+	ReasonUpToDate            = "UpToDate"
+	ReasonAuthChangeBlocked   = "AuthChangeBlocked"
+	ReasonTrustNotFound       = "TrustNotFound"
+	ReasonTrustInvalid        = "TrustInvalid"
+	ReasonAccountTrustNotFound = "AccountTrustNotFound"
+	ReasonAccountTrustInvalid = "AccountTrustInvalid"
+	ReasonCredentialsNotFound = "CredentialsNotFound"
+	ReasonReconcileFailed     = "ReconcileFailed"
+	ReasonUnsupportedChange   = "UnsupportedChange"
+)
+
+// Event reasons that are not condition reasons.
+const (
+	// EventJetStreamReset names the streams a restart-all left behind.
+	EventJetStreamReset = "JetStreamReset"
+	// EventServerRestarted is emitted when a step restarts a server.
+	EventServerRestarted = "ServerRestarted"
+	// EventServersRestarted is emitted when every server restarts together.
+	EventServersRestarted = "ServersRestarted"
+)
+
+// One-shot annotations, cleared by the controller once acted on.
+const (
+	// AnnotationRestartAll restarts every server together to the target
+	// revision. Value RestartAllResetJetStream accepts that JetStream starts
+	// empty when the system account changes.
+	AnnotationRestartAll = "cluster.nats-operator.io/restart-all"
+	// AnnotationForceStep takes the named server's next step through a closed
+	// gate or a pause.
+	AnnotationForceStep = "cluster.nats-operator.io/force-step"
+	// RestartAllResetJetStream is the value of AnnotationRestartAll that
+	// accepts leaving existing streams behind.
+	RestartAllResetJetStream = "reset-jetstream"
+)
+
+// Labels on every object the controller makes.
+const (
+	LabelName      = "app.kubernetes.io/name"
+	LabelInstance  = "app.kubernetes.io/instance"
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	LabelCluster   = "cluster.nats-operator.io/cluster"
+	LabelServer    = "cluster.nats-operator.io/server"
+
+	// ManagedByValue is the value of LabelManagedBy.
+	ManagedByValue = "nats-operator"
+	// AnnotationConfigRevision is the pod template annotation carrying the
+	// server's config revision.
+	AnnotationConfigRevision = "cluster.nats-operator.io/config-revision"
+)
+
+// Gate checks, in the order the planner evaluates them.
+const (
+	GateObserved       = "Observed"
+	GateSettled        = "Settled"
+	GateMetaMembership = "MetaMembership"
+	GatePodsReady      = "PodsReady"
+	GateTargetRevision = "TargetRevision"
+)

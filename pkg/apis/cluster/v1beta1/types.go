@@ -1,0 +1,391 @@
+package v1beta1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// NatsCluster is a NATS cluster with JetStream, run as one single-replica
+// StatefulSet per server. Changes reach the servers one at a time, each step
+// gated on what NATS itself reports; a change that cannot be made one server
+// at a time is held with Progressing=False and a reason naming the way out.
+//
+// +genclient
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=nc;natsc,categories=nats
+// +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.spec.version`
+// +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.spec.replicas`
+// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`
+// +kubebuilder:printcolumn:name="Settled",type=string,JSONPath=`.status.conditions[?(@.type=="Settled")].status`
+// +kubebuilder:printcolumn:name="Progressing",type=string,JSONPath=`.status.conditions[?(@.type=="Progressing")].reason`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type NatsCluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the NATS cluster that should run.
+	// +required
+	Spec NatsClusterSpec `json:"spec"`
+
+	// status is what the controller last observed and did.
+	// +optional
+	Status NatsClusterStatus `json:"status,omitempty"`
+}
+
+// NatsClusterSpec is the desired NATS cluster.
+type NatsClusterSpec struct {
+	// version is the nats-server version every server runs, a semantic
+	// version such as 2.15.2; the image tag is always this. A change may move
+	// the minor version by at most one, up or down; any patch change is
+	// allowed.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|[1-9][0-9]*)[.](0|[1-9][0-9]*)[.](0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?$')",message="must be a semantic version such as 2.15.2 (no leading v)"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[0-9]+[.][0-9]+[.]') || !oldSelf.matches('^[0-9]+[.][0-9]+[.]') || (self.split('.')[0] == oldSelf.split('.')[0] && int(self.split('.')[1]) - int(oldSelf.split('.')[1]) <= 1 && int(oldSelf.split('.')[1]) - int(self.split('.')[1]) <= 1)",message="a version change may move the minor version by at most one and may not change the major version; step through each minor version in turn"
+	Version string `json:"version"`
+
+	// image is where the nats-server image comes from.
+	// +optional
+	// +kubebuilder:default={}
+	Image ImageSpec `json:"image,omitempty"`
+
+	// replicas is the number of servers, at least 1. Servers are named
+	// <name>-0 to <name>-(replicas-1).
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=99
+	Replicas int32 `json:"replicas"`
+
+	// resources are the container resources of nats-server. With
+	// limits.memory set, GOMEMLIMIT is 90% of it and JetStream's
+	// max_memory_store 75% of it, unless jetstream.limits sets it.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// jetstream, when present, turns JetStream on.
+	// +optional
+	JetStream *JetStreamSpec `json:"jetstream,omitempty"`
+
+	// serverTags are rendered as key:value server tags on every server, for
+	// JetStream placement.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=32
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) > 0)",message="server tag keys must not be empty"
+	ServerTags map[string]string `json:"serverTags,omitempty"`
+
+	// auth, when absent, runs the servers without accounts or client auth:
+	// every client lands in the global account. When present the servers run
+	// in operator mode, trusting the NATS operator of trustRef. Adding or
+	// removing auth on a running cluster cannot roll out one server at a time;
+	// it is held with AuthChangeBlocked (see the restart-all annotation).
+	// +optional
+	Auth *AuthSpec `json:"auth,omitempty"`
+
+	// rollout controls how changes reach the servers.
+	// +optional
+	Rollout RolloutSpec `json:"rollout,omitempty"`
+}
+
+// ImageSpec names the nats-server image.
+type ImageSpec struct {
+	// repository is the image repository; the tag is spec.version.
+	// +optional
+	// +kubebuilder:default=nats
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
+	Repository string `json:"repository,omitempty"`
+
+	// digest optionally pins the image alongside the version tag, as
+	// sha256:<64 lowercase hex characters>.
+	// +optional
+	// +kubebuilder:validation:MaxLength=71
+	// +kubebuilder:validation:XValidation:rule="self.matches('^sha256:[a-f0-9]{64}$')",message="must be sha256: followed by 64 lowercase hex characters"
+	Digest string `json:"digest,omitempty"`
+}
+
+// JetStreamSpec configures JetStream.
+type JetStreamSpec struct {
+	// domain is the JetStream domain of every server.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_-]*$`
+	Domain string `json:"domain,omitempty"`
+
+	// limits caps JetStream storage. Unset limits are derived: max_memory_store
+	// from 75% of resources.limits.memory, max_file_store from 95% of the
+	// volume claim template's storage request.
+	// +optional
+	Limits *JetStreamLimits `json:"limits,omitempty"`
+
+	// volumeClaimTemplate is the claim each server's store lives on. Without
+	// it the store is an emptyDir and its data is lost when a pod restarts.
+	// +optional
+	VolumeClaimTemplate *VolumeClaimTemplate `json:"volumeClaimTemplate,omitempty"`
+}
+
+// JetStreamLimits are JetStream's storage limits per server.
+type JetStreamLimits struct {
+	// maxMemoryStore is the memory JetStream may use for streams, a
+	// non-negative quantity.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).sign() >= 0",message="must not be negative"
+	MaxMemoryStore *resource.Quantity `json:"maxMemoryStore,omitempty"`
+
+	// maxFileStore is the disk JetStream may use for streams, a non-negative
+	// quantity.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).sign() >= 0",message="must not be negative"
+	MaxFileStore *resource.Quantity `json:"maxFileStore,omitempty"`
+}
+
+// VolumeClaimTemplate is the PersistentVolumeClaim each server gets.
+type VolumeClaimTemplate struct {
+	// metadata holds labels and annotations added to each claim.
+	// +optional
+	Metadata EmbeddedObjectMetadata `json:"metadata,omitempty"`
+
+	// spec is the claim's spec; spec.resources.requests.storage sizes it.
+	// +required
+	Spec corev1.PersistentVolumeClaimSpec `json:"spec"`
+}
+
+// EmbeddedObjectMetadata is the part of object metadata a template may set.
+type EmbeddedObjectMetadata struct {
+	// labels are added to the object.
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+
+	// annotations are added to the object.
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// ResolverType is how servers in operator mode resolve account JWTs.
+// +kubebuilder:validation:Enum=Full;Cache
+type ResolverType string
+
+const (
+	// ResolverFull keeps every account JWT in a directory on the data volume.
+	ResolverFull ResolverType = "Full"
+	// ResolverCache keeps account JWTs in a bounded cache on the data volume.
+	ResolverCache ResolverType = "Cache"
+)
+
+// AuthSpec runs the servers in operator mode.
+type AuthSpec struct {
+	// trustRef names the NatsOperatorTrust, in the same namespace, whose NATS
+	// operator JWT and system account JWT the servers trust.
+	// +required
+	TrustRef LocalObjectReference `json:"trustRef"`
+
+	// systemCredentials is a user of the system account, used by the
+	// controller for $SYS actions (reload, peer removal, stepdown).
+	// +optional
+	SystemCredentials *SystemCredentials `json:"systemCredentials,omitempty"`
+
+	// resolver is how servers resolve account JWTs: Full (default) keeps them
+	// in a directory on the data volume, Cache in a bounded cache.
+	// +optional
+	// +kubebuilder:default=Full
+	Resolver ResolverType `json:"resolver,omitempty"`
+
+	// accountTrustRefs name NatsAccountTrusts, in the same namespace, whose
+	// JWTs every server preloads.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=64
+	AccountTrustRefs []LocalObjectReference `json:"accountTrustRefs,omitempty"`
+}
+
+// LocalObjectReference names an object in the same namespace.
+type LocalObjectReference struct {
+	// name of the object.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// SystemCredentials points at a creds file of a system account user.
+type SystemCredentials struct {
+	// secretKeyRef is the Secret key holding the creds file.
+	// +required
+	SecretKeyRef SecretKeySelector `json:"secretKeyRef"`
+}
+
+// SecretKeySelector selects a key of a Secret in the same namespace.
+type SecretKeySelector struct {
+	// name of the Secret.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// key within the Secret, default user.creds.
+	// +optional
+	// +kubebuilder:default="user.creds"
+	// +kubebuilder:validation:MinLength=1
+	Key string `json:"key,omitempty"`
+}
+
+// RolloutSpec controls how changes reach the servers.
+type RolloutSpec struct {
+	// paused, when true, starts no further step; a step in flight completes.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+}
+
+// NatsClusterStatus is what the controller last observed and did.
+type NatsClusterStatus struct {
+	// observedGeneration is the generation this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions are Ready, Settled and Progressing.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// version is set once every server reports the same version.
+	// +optional
+	Version string `json:"version,omitempty"`
+
+	// replicas is the number of servers.
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
+
+	// readyReplicas is the number of servers whose pod is Ready.
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+
+	// endpoints are where clients and monitoring reach the cluster.
+	// +optional
+	Endpoints *Endpoints `json:"endpoints,omitempty"`
+
+	// config is the revision the cluster converged to, and how.
+	// +optional
+	Config *ConfigStatus `json:"config,omitempty"`
+
+	// rollout is present while a rollout is in flight or held.
+	// +optional
+	Rollout *RolloutStatus `json:"rollout,omitempty"`
+
+	// jetstream is what JetStream reports.
+	// +optional
+	JetStream *JetStreamStatus `json:"jetstream,omitempty"`
+
+	// servers are the servers as they report themselves.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Servers []ServerStatus `json:"servers,omitempty"`
+}
+
+// Endpoints are the cluster's addresses.
+type Endpoints struct {
+	// client is the URL clients connect to, nats://<name>.<ns>.svc:4222.
+	// +optional
+	Client string `json:"client,omitempty"`
+	// monitor is the monitoring URL, http://<name>-headless.<ns>.svc:8222.
+	// +optional
+	Monitor string `json:"monitor,omitempty"`
+}
+
+// ConfigAppliedBy says how a config revision reached the servers.
+type ConfigAppliedBy string
+
+const (
+	// AppliedByRestart means the servers were restarted onto the revision.
+	AppliedByRestart ConfigAppliedBy = "Restart"
+	// AppliedByReload means the servers reloaded the revision in place.
+	AppliedByReload ConfigAppliedBy = "Reload"
+)
+
+// ConfigStatus is the revision the cluster converged to.
+type ConfigStatus struct {
+	// revision is the config revision every server runs.
+	// +optional
+	Revision string `json:"revision,omitempty"`
+	// appliedBy is Restart or Reload.
+	// +optional
+	AppliedBy ConfigAppliedBy `json:"appliedBy,omitempty"`
+	// restartReason says why the last restart was needed.
+	// +optional
+	RestartReason string `json:"restartReason,omitempty"`
+}
+
+// RolloutStatus is a rollout in flight or held.
+type RolloutStatus struct {
+	// targetRevision is the revision the rollout moves to.
+	// +optional
+	TargetRevision string `json:"targetRevision,omitempty"`
+	// updated are the servers already on the target revision.
+	// +optional
+	// +listType=atomic
+	Updated []string `json:"updated,omitempty"`
+	// current is the server being stepped.
+	// +optional
+	Current string `json:"current,omitempty"`
+	// pending are the servers still to step, in the order they will go.
+	// +optional
+	// +listType=atomic
+	Pending []string `json:"pending,omitempty"`
+	// gate is what the next step waits for.
+	// +optional
+	Gate *Gate `json:"gate,omitempty"`
+}
+
+// Gate is the condition the next step waits for.
+type Gate struct {
+	// waitingFor names the first closed check: Observed, Settled,
+	// MetaMembership, PodsReady or TargetRevision.
+	// +optional
+	WaitingFor string `json:"waitingFor,omitempty"`
+	// since is when the gate was first seen closed on this check.
+	// +optional
+	Since *metav1.Time `json:"since,omitempty"`
+}
+
+// JetStreamStatus is what JetStream reports.
+type JetStreamStatus struct {
+	// metaLeader is the server leading the JetStream meta group.
+	// +optional
+	MetaLeader string `json:"metaLeader,omitempty"`
+	// limits are the limits rendered into every server's config.
+	// +optional
+	Limits *JetStreamLimits `json:"limits,omitempty"`
+}
+
+// ServerStatus is one server as it reports itself.
+type ServerStatus struct {
+	// name of the server, e.g. demo-0.
+	// +required
+	Name string `json:"name"`
+	// version the server reports.
+	// +optional
+	Version string `json:"version,omitempty"`
+	// ready is whether the server's pod is Ready.
+	// +optional
+	Ready bool `json:"ready"`
+	// configRevision is the config revision the server itself reports.
+	// +optional
+	ConfigRevision string `json:"configRevision,omitempty"`
+}
+
+// NatsClusterList is a list of NatsClusters.
+//
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+type NatsClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	// items are the NatsClusters.
+	Items []NatsCluster `json:"items"`
+}
