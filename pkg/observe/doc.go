@@ -1,0 +1,61 @@
+// Package observe reads a running NATS cluster and returns an immutable
+// Snapshot: per-server facts, every Raft group, the streams of each account,
+// and the Settled verdict. It talks to NATS only (monitoring HTTP and
+// nats.go) and never to Kubernetes.
+//
+// # Observing
+//
+//	o := observe.New(observe.Options{})
+//	defer o.Close()
+//	snap := o.Observe(ctx, observe.Target{
+//		Cluster: "ns/demo",
+//		Servers: []observe.ServerAddr{{Name: "demo-0", Host: podIP0}, ...},
+//	})
+//	snap.Verdict // Settled: True AllGroupsCurrent, False ServersSilent, ...
+//
+// Every server is asked over its own monitoring endpoint, at its pod address
+// and in parallel: /varz (id, version, server_metadata.config_revision
+// reported as "metadata", trusted NATS operator and system account), /jsz
+// with accounts, streams, consumers and Raft detail (paged by account, as
+// nats-server pages it), /routez, /healthz and, when the server has a
+// gateway, /gatewayz. This works whatever auth the servers run, with or
+// without a system account in the running config (the seed's first failure,
+// DESIGN.md), and a split cluster is seen server by server.
+//
+// A server whose /varz or /jsz does not answer is silent: the verdict is then
+// False ServersSilent, never "fine". Each request is bounded by
+// Options.RequestTimeout (2 s); servers are asked in parallel, so a silent
+// server costs about that long. Observe returns only after every request
+// ended: it leaves no goroutine behind. The HTTP client (and its idle
+// connections) and the $SYS connection of each cluster are kept between
+// observations; Forget releases one cluster's, Close all.
+//
+// Raft groups (the meta group, each stream and each consumer of every
+// account) are taken from their leader's own report: followers report their
+// peers as not current while all is well. A group no server answers for as
+// leader is leaderless. Judge turns the facts into the verdict and is pure.
+//
+// # The system account
+//
+// System returns a client connected, with Target.SystemCredentials, to the
+// pod addresses (servers discovered from INFO are ignored: never cluster
+// DNS). It reloads one server (RELOAD, resolving the server's current id by
+// exact name first), removes a JetStream peer, makes the meta leader step
+// down, and sends fan-out requests ($SYS.REQ.SERVER.PING.<kind>) that collect
+// replies until every named server answered or the timeout, matching names
+// exactly (demo-1 is not demo-10). Credentials are never logged nor put in
+// errors.
+//
+// # Choices that differ from the first sketch
+//
+//   - Snapshot fields are exported (not hidden behind accessors) so that the
+//     planner's tests build fixtures directly; the Observer never changes a
+//     Snapshot it returned and shares nothing between Snapshots.
+//   - Target.SystemCredentials is used by System only; Observe never needs it.
+//   - Verdict.Status is a metav1.ConditionStatus, ready for a condition.
+//   - Monitoring responses are decoded into small local types (wire.go)
+//     rather than nats-server's, which keeps nats-server out of the
+//     controller binary and tolerates fields changing between versions.
+//   - Server.Answered requires /jsz as well as /varz: without /jsz the groups
+//     the server hosts cannot be judged.
+package observe

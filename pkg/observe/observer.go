@@ -1,0 +1,385 @@
+package observe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
+)
+
+// Default ports of a server, as pkg/render configures them.
+const (
+	DefaultMonitorPort = 8222
+	DefaultClientPort  = 4222
+)
+
+// MetadataConfigRevision is the server_metadata key carrying the config
+// revision.
+const MetadataConfigRevision = "config_revision"
+
+// Defaults of Options.
+const (
+	DefaultRequestTimeout = 2 * time.Second
+	DefaultJszPageSize    = 64
+	// maxResponseBytes bounds what one monitoring response may hold.
+	maxResponseBytes = 256 << 20
+)
+
+// Target says which cluster to observe and where its servers are.
+type Target struct {
+	// Cluster identifies the cluster among those one Observer watches
+	// (e.g. "namespace/name"); connections are kept per Cluster.
+	Cluster string
+	// Servers lists every expected server, in the order Snapshot.Servers
+	// will list them. A server without a Host (no pod IP yet) is silent.
+	Servers []ServerAddr
+	// SystemCredentials is the content of a creds file of a system account
+	// user (operator mode only). Observe does not need it; System does.
+	SystemCredentials []byte
+}
+
+// ServerAddr is where one server is reached: its pod IP, never a DNS name
+// (a split cluster must be seen as split, server by server).
+type ServerAddr struct {
+	// Name is the server name (server_name), e.g. "demo-0".
+	Name string
+	// Host is the pod IP (or any address reaching this one server).
+	Host string
+	// MonitorPort is the HTTP monitoring port; 0 means DefaultMonitorPort.
+	MonitorPort int
+	// ClientPort is the client port; 0 means DefaultClientPort.
+	ClientPort int
+}
+
+func (a ServerAddr) monitorURL() string {
+	port := a.MonitorPort
+	if port == 0 {
+		port = DefaultMonitorPort
+	}
+	return "http://" + net.JoinHostPort(a.Host, strconv.Itoa(port))
+}
+
+func (a ServerAddr) clientURL() string {
+	port := a.ClientPort
+	if port == 0 {
+		port = DefaultClientPort
+	}
+	return "nats://" + net.JoinHostPort(a.Host, strconv.Itoa(port))
+}
+
+// Options tune an Observer. The zero value gives the defaults.
+type Options struct {
+	// RequestTimeout bounds each monitoring request and each $SYS request;
+	// a silent server costs at most about this long. Default 2s.
+	RequestTimeout time.Duration
+	// JszPageSize is how many accounts one /jsz request asks for. Default 64.
+	JszPageSize int
+	// Name is the NATS client name of $SYS connections. Default
+	// "nats-operator".
+	Name string
+}
+
+// Observer observes NATS clusters. It is safe for concurrent use. It keeps,
+// per cluster, an HTTP client (whose idle connections are reused between
+// observations) and a $SYS connection once System has been called. Forget
+// releases one cluster's, Close everything.
+type Observer struct {
+	opts Options
+
+	mu       sync.Mutex
+	closed   bool
+	clusters map[string]*clusterConns
+}
+
+// clusterConns is what the Observer keeps for one cluster.
+type clusterConns struct {
+	transport *http.Transport
+	client    *http.Client
+	sysMu     sync.Mutex    // guards sys
+	sys       *SystemClient // nil until System is called
+}
+
+// New returns an Observer.
+func New(opts Options) *Observer {
+	if opts.RequestTimeout <= 0 {
+		opts.RequestTimeout = DefaultRequestTimeout
+	}
+	if opts.JszPageSize <= 0 {
+		opts.JszPageSize = DefaultJszPageSize
+	}
+	if opts.Name == "" {
+		opts.Name = "nats-operator"
+	}
+	return &Observer{opts: opts, clusters: map[string]*clusterConns{}}
+}
+
+// ErrClosed is returned once the Observer is closed.
+var ErrClosed = errors.New("observer closed")
+
+// conns returns the cluster's connections, making them on first use.
+func (o *Observer) conns(cluster string) (*clusterConns, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return nil, ErrClosed
+	}
+	c := o.clusters[cluster]
+	if c == nil {
+		t := &http.Transport{
+			// Never a proxy: the pod addresses are reached directly.
+			Proxy:                 nil,
+			DialContext:           (&net.Dialer{Timeout: o.opts.RequestTimeout, KeepAlive: 30 * time.Second}).DialContext,
+			MaxIdleConnsPerHost:   4,
+			IdleConnTimeout:       90 * time.Second,
+			ResponseHeaderTimeout: o.opts.RequestTimeout,
+			ForceAttemptHTTP2:     false,
+		}
+		c = &clusterConns{transport: t, client: &http.Client{Transport: t}}
+		o.clusters[cluster] = c
+	}
+	return c, nil
+}
+
+// Forget releases what the Observer keeps for one cluster (when the cluster
+// is deleted, or its servers all changed).
+func (o *Observer) Forget(cluster string) {
+	o.mu.Lock()
+	c := o.clusters[cluster]
+	delete(o.clusters, cluster)
+	o.mu.Unlock()
+	c.release()
+}
+
+// Close releases every connection. Observe then reports ObservationFailed
+// and System returns ErrClosed.
+func (o *Observer) Close() {
+	o.mu.Lock()
+	o.closed = true
+	clusters := o.clusters
+	o.clusters = map[string]*clusterConns{}
+	o.mu.Unlock()
+	for _, c := range clusters {
+		c.release()
+	}
+}
+
+func (c *clusterConns) release() {
+	if c == nil {
+		return
+	}
+	c.sysMu.Lock()
+	if c.sys != nil {
+		c.sys.close()
+		c.sys = nil
+	}
+	c.sysMu.Unlock()
+	c.transport.CloseIdleConnections()
+}
+
+// Observe asks every server of the target, in parallel, over its monitoring
+// endpoint, and returns what they said with the Settled verdict. It never
+// fails: what could not be asked is in the Snapshot (Server.Err, and the
+// verdict). It returns once every request has finished; a silent server
+// costs at most about Options.RequestTimeout, plus one timeout per further
+// /jsz page of a server that answered the first and then went silent.
+func (o *Observer) Observe(ctx context.Context, t Target) *Snapshot {
+	start := time.Now()
+	snap := &Snapshot{Cluster: t.Cluster, Started: start}
+	for _, a := range t.Servers {
+		snap.Expected = append(snap.Expected, a.Name)
+	}
+	failed := func(msg string) *Snapshot {
+		snap.Verdict = Verdict{Status: metav1.ConditionUnknown, Reason: clusterv1beta1.ReasonObservationFailed, Message: msg}
+		snap.Took = time.Since(start)
+		return snap
+	}
+	if len(t.Servers) == 0 {
+		return failed("no servers to observe")
+	}
+	if err := ctx.Err(); err != nil {
+		return failed("observation not started: " + err.Error())
+	}
+	c, err := o.conns(t.Cluster)
+	if err != nil {
+		return failed(err.Error())
+	}
+
+	reports := make([]*report, len(t.Servers))
+	var wg sync.WaitGroup
+	for i, a := range t.Servers {
+		wg.Go(func() { reports[i] = o.ask(ctx, c.client, a) })
+	}
+	wg.Wait()
+
+	for _, r := range reports {
+		snap.Servers = append(snap.Servers, buildServer(r, snap.Expected))
+	}
+	snap.Groups, snap.Streams = buildGroups(reports)
+	snap.MetaLeader = agreedMetaLeader(snap.Servers)
+	snap.Verdict = Judge(snap.Expected, snap.Servers, snap.Groups)
+	snap.Took = time.Since(start)
+	return snap
+}
+
+// agreedMetaLeader is the meta leader every answering JetStream server names.
+func agreedMetaLeader(servers []Server) string {
+	leader := ""
+	for _, s := range servers {
+		if !s.Answered || !s.JetStream {
+			continue
+		}
+		if s.MetaLeader == "" || (leader != "" && s.MetaLeader != leader) {
+			return ""
+		}
+		leader = s.MetaLeader
+	}
+	return leader
+}
+
+// ask queries one server: /varz first (a silent server stops there), then
+// /jsz (paged), /routez, /healthz and, with gateways, /gatewayz in parallel.
+func (o *Observer) ask(ctx context.Context, client *http.Client, a ServerAddr) *report {
+	r := &report{addr: a}
+	if a.Host == "" {
+		r.fatal = "no address"
+		return r
+	}
+	base := a.monitorURL()
+	body, err := o.get(ctx, client, base+"/varz")
+	if err == nil {
+		r.varz, err = decodeVarz(body)
+	}
+	if err != nil {
+		r.fatal = err.Error()
+		return r
+	}
+
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		jszErr  error
+		softErr = func(endpoint string, err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			r.soft = append(r.soft, fmt.Sprintf("%s: %v", endpoint, err))
+		}
+	)
+	wg.Go(func() { r.jsz, jszErr = o.jsz(ctx, client, base) })
+	wg.Go(func() {
+		b, err := o.get(ctx, client, base+"/routez")
+		if err == nil {
+			var rz *wireRoutez
+			if rz, err = decodeRoutez(b); err == nil {
+				mu.Lock()
+				r.routez = rz
+				mu.Unlock()
+				return
+			}
+		}
+		softErr("/routez", err)
+	})
+	wg.Go(func() {
+		// /healthz answers 503 with a JSON body when unhealthy: keep it.
+		b, err := o.getAny(ctx, client, base+"/healthz")
+		if err == nil {
+			var hz *wireHealthz
+			if hz, err = decodeHealthz(b); err == nil {
+				mu.Lock()
+				r.healthz = hz
+				mu.Unlock()
+				return
+			}
+		}
+		softErr("/healthz", err)
+	})
+	if r.varz.Gateway.Name != "" {
+		wg.Go(func() {
+			b, err := o.get(ctx, client, base+"/gatewayz")
+			if err == nil {
+				var gz *wireGatewayz
+				if gz, err = decodeGatewayz(b); err == nil {
+					mu.Lock()
+					r.gatewayz = gz
+					mu.Unlock()
+					return
+				}
+			}
+			softErr("/gatewayz", err)
+		})
+	}
+	wg.Wait()
+	if jszErr != nil {
+		r.fatal = jszErr.Error()
+	}
+	return r
+}
+
+// jsz reads every page of /jsz with account, stream, consumer and Raft
+// detail. nats-server pages /jsz by account (offset, limit; "total" is the
+// number of JetStream accounts), so a page holds all streams of its
+// accounts.
+func (o *Observer) jsz(ctx context.Context, client *http.Client, base string) ([]*wireJsz, error) {
+	var pages []*wireJsz
+	seen := 0
+	for {
+		url := base + "/jsz?accounts=true&streams=true&consumers=true&raft=true&offset=" +
+			strconv.Itoa(seen) + "&limit=" + strconv.Itoa(o.opts.JszPageSize)
+		b, err := o.get(ctx, client, url)
+		if err != nil {
+			return pages, err
+		}
+		page, err := decodeJsz(b)
+		if err != nil {
+			return pages, err
+		}
+		pages = append(pages, page)
+		seen += len(page.Accounts)
+		if page.Disabled || len(page.Accounts) == 0 || seen >= page.Total || len(pages) > 100000 {
+			return pages, nil
+		}
+	}
+}
+
+// get fetches one monitoring URL, failing on a status other than 200.
+func (o *Observer) get(ctx context.Context, client *http.Client, url string) ([]byte, error) {
+	return o.fetch(ctx, client, url, false)
+}
+
+// getAny fetches one monitoring URL and returns its body whatever the status.
+func (o *Observer) getAny(ctx context.Context, client *http.Client, url string) ([]byte, error) {
+	return o.fetch(ctx, client, url, true)
+}
+
+func (o *Observer) fetch(ctx context.Context, client *http.Client, url string, anyStatus bool) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, o.opts.RequestTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", url, err)
+	}
+	if len(body) > maxResponseBytes {
+		return nil, fmt.Errorf("reading %s: response larger than %d bytes", url, maxResponseBytes)
+	}
+	if resp.StatusCode != http.StatusOK && !anyStatus {
+		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return body, nil
+}

@@ -1,0 +1,367 @@
+package observe
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/jwt/v2"
+	"github.com/nats-io/nats.go"
+)
+
+// Subjects of the system account and the JetStream API used here (see
+// server/events.go and server/jetstream_api.go of nats-server).
+const (
+	subjectPing         = "$SYS.REQ.SERVER.PING." // + kind: STATSZ, IDZ, VARZ, JSZ, ...
+	subjectServerReload = "$SYS.REQ.SERVER.%s.RELOAD"
+	subjectPeerRemove   = "$JS.API.SERVER.REMOVE"
+	subjectMetaStepDown = "$JS.API.META.LEADER.STEPDOWN"
+)
+
+// Fan-out request kinds (the last token of $SYS.REQ.SERVER.PING.<kind>).
+const (
+	PingStatsz  = "STATSZ"
+	PingIDZ     = "IDZ"
+	PingVarz    = "VARZ"
+	PingJsz     = "JSZ"
+	PingHealthz = "HEALTHZ"
+)
+
+// ErrNoSystemCredentials is returned by System when the Target has none.
+var ErrNoSystemCredentials = errors.New("no system credentials")
+
+// ErrServerNotFound is returned when no server of the given name answered.
+var ErrServerNotFound = errors.New("server not found")
+
+// SystemClient is a connection to a cluster's system account, for what only
+// $SYS can do: reload one server, remove a JetStream peer, make the meta
+// leader step down, and fan-out requests. It connects to the pod addresses
+// of the Target, never through cluster DNS, and ignores servers discovered
+// from INFO. It is safe for concurrent use; the Observer owns it.
+type SystemClient struct {
+	nc      *nats.Conn
+	key     [32]byte
+	timeout time.Duration
+}
+
+// System returns the $SYS client of the target's cluster, connecting on
+// first use and again when the credentials or the addresses change or the
+// connection was closed. The connection lives until Forget or Close.
+func (o *Observer) System(ctx context.Context, t Target) (*SystemClient, error) {
+	if len(t.SystemCredentials) == 0 {
+		return nil, ErrNoSystemCredentials
+	}
+	c, err := o.conns(t.Cluster)
+	if err != nil {
+		return nil, err
+	}
+	var urls []string
+	for _, a := range t.Servers {
+		if a.Host != "" {
+			urls = append(urls, a.clientURL())
+		}
+	}
+	if len(urls) == 0 {
+		return nil, errors.New("connecting to the system account: no server has an address")
+	}
+	h := sha256.New()
+	h.Write(t.SystemCredentials)
+	for _, u := range urls {
+		h.Write([]byte{0})
+		h.Write([]byte(u))
+	}
+	var key [32]byte
+	copy(key[:], h.Sum(nil))
+
+	c.sysMu.Lock()
+	defer c.sysMu.Unlock()
+	if s := c.sys; s != nil {
+		if s.key == key && !s.nc.IsClosed() {
+			return s, nil
+		}
+		s.close()
+		c.sys = nil
+	}
+	userJWT, err := jwt.ParseDecoratedJWT(t.SystemCredentials)
+	if err != nil {
+		return nil, errors.New("connecting to the system account: the credentials hold no user JWT")
+	}
+	seed, err := jwt.ParseDecoratedUserNKey(t.SystemCredentials)
+	if err != nil {
+		return nil, errors.New("connecting to the system account: the credentials hold no user seed")
+	}
+	seedBytes, err := seed.Seed()
+	if err != nil {
+		return nil, errors.New("connecting to the system account: the credentials hold no user seed")
+	}
+	timeout := o.opts.RequestTimeout
+	if d, ok := ctx.Deadline(); ok && time.Until(d) < timeout {
+		timeout = max(time.Until(d), time.Millisecond)
+	}
+	nc, err := nats.Connect(strings.Join(urls, ","),
+		nats.UserJWTAndSeed(userJWT, string(seedBytes)),
+		nats.Name(o.opts.Name),
+		nats.Timeout(timeout),
+		nats.IgnoreDiscoveredServers(),
+		nats.MaxReconnects(-1),
+		nats.NoCallbacksAfterClientClose(),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to the system account of %s: %w", t.Cluster, err)
+	}
+	c.sys = &SystemClient{nc: nc, key: key, timeout: o.opts.RequestTimeout}
+	return c.sys, nil
+}
+
+func (c *SystemClient) close() { c.nc.Close() }
+
+// ServerInfo identifies the server that sent a reply.
+type ServerInfo struct {
+	Name     string            `json:"name"`
+	Host     string            `json:"host"`
+	ID       string            `json:"id"`
+	Cluster  string            `json:"cluster,omitempty"`
+	Version  string            `json:"ver,omitempty"`
+	Metadata map[string]string `json:"metadata,omitempty"`
+}
+
+// ConfigRevision is the server_metadata config revision in the reply.
+func (s ServerInfo) ConfigRevision() string { return s.Metadata[MetadataConfigRevision] }
+
+// Reply is one server's answer to a $SYS request.
+type Reply struct {
+	Server ServerInfo
+	// Data is the reply's payload: "data" of a monitoring reply, "statsz"
+	// of a STATSZ reply, the whole reply of IDZ.
+	Data json.RawMessage
+	// Error is the error the server answered with, if any.
+	Error string
+}
+
+// FanOut is what a fan-out request collected.
+type FanOut struct {
+	// Replies, sorted by server name.
+	Replies []Reply
+	// Missing lists the asked-for servers that did not answer, sorted.
+	Missing []string
+}
+
+// wireReply decodes any reply of the $SYS.REQ.SERVER.* family.
+type wireReply struct {
+	Server *ServerInfo     `json:"server"`
+	Data   json.RawMessage `json:"data"`
+	Statsz json.RawMessage `json:"statsz"`
+	Error  *wireAPIError   `json:"error"`
+	// IDZ replies are a bare ServerID.
+	Name string `json:"name"`
+	Host string `json:"host"`
+	ID   string `json:"id"`
+}
+
+type wireAPIError struct {
+	Code        int    `json:"code"`
+	ErrCode     uint16 `json:"err_code"`
+	Description string `json:"description"`
+}
+
+func (e *wireAPIError) Error() string {
+	if e.ErrCode != 0 {
+		return fmt.Sprintf("%s (code %d, err_code %d)", e.Description, e.Code, e.ErrCode)
+	}
+	return fmt.Sprintf("%s (code %d)", e.Description, e.Code)
+}
+
+// decodeReply decodes one $SYS reply.
+func decodeReply(b []byte) (Reply, error) {
+	var w wireReply
+	if err := json.Unmarshal(b, &w); err != nil {
+		return Reply{}, fmt.Errorf("decoding $SYS reply: %w", err)
+	}
+	r := Reply{Data: w.Data}
+	switch {
+	case w.Server != nil:
+		r.Server = *w.Server
+	default:
+		r.Server = ServerInfo{Name: w.Name, Host: w.Host, ID: w.ID}
+		r.Data = json.RawMessage(slices.Clone(b))
+	}
+	if len(w.Statsz) > 0 {
+		r.Data = w.Statsz
+	}
+	if w.Error != nil {
+		r.Error = w.Error.Error()
+	}
+	return r, nil
+}
+
+// Ping sends $SYS.REQ.SERVER.PING.<kind> to every server and collects the
+// replies until every named server answered or the request timeout (or the
+// context) ends. With names, only replies from servers whose name matches
+// one exactly are kept (demo-1 is not demo-10), and the request asks the
+// servers to filter by exact name too when there is one name; without
+// names every reply is kept until the timeout.
+func (c *SystemClient) Ping(ctx context.Context, kind string, names ...string) (*FanOut, error) {
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	var body []byte
+	if len(names) == 1 {
+		body, _ = json.Marshal(map[string]any{"server_name": names[0], "exact_match": true})
+	}
+	inbox := c.nc.NewRespInbox()
+	ch := make(chan *nats.Msg, 64)
+	sub, err := c.nc.ChanSubscribe(inbox, ch)
+	if err != nil {
+		return nil, fmt.Errorf("subscribing for %s replies: %w", kind, err)
+	}
+	defer sub.Unsubscribe()
+	if err := c.nc.PublishRequest(subjectPing+kind, inbox, body); err != nil {
+		return nil, fmt.Errorf("publishing %s%s: %w", subjectPing, kind, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+
+	got := map[string]Reply{}
+	var replies []Reply
+collect:
+	for {
+		select {
+		case <-ctx.Done():
+			break collect
+		case m := <-ch:
+			r, err := decodeReply(m.Data)
+			if err != nil {
+				continue
+			}
+			if len(want) > 0 {
+				if !want[r.Server.Name] {
+					continue
+				}
+				if _, dup := got[r.Server.Name]; !dup {
+					got[r.Server.Name] = r
+				}
+				if len(got) == len(want) {
+					break collect
+				}
+				continue
+			}
+			replies = append(replies, r)
+		}
+	}
+	out := &FanOut{}
+	if len(want) > 0 {
+		for _, r := range got {
+			out.Replies = append(out.Replies, r)
+		}
+		for n := range want {
+			if _, ok := got[n]; !ok {
+				out.Missing = append(out.Missing, n)
+			}
+		}
+		slices.Sort(out.Missing)
+	} else {
+		out.Replies = replies
+	}
+	slices.SortStableFunc(out.Replies, func(a, b Reply) int { return strings.Compare(a.Server.Name, b.Server.Name) })
+	return out, nil
+}
+
+// Statsz asks the named servers (every server when none is named) for
+// STATSZ; each reply's Server carries version and config revision.
+func (c *SystemClient) Statsz(ctx context.Context, names ...string) (*FanOut, error) {
+	return c.Ping(ctx, PingStatsz, names...)
+}
+
+// ServerID resolves a server's current id by its exact name. Ids change on
+// every restart, so targeted requests resolve them right before use.
+func (c *SystemClient) ServerID(ctx context.Context, name string) (string, error) {
+	f, err := c.Ping(ctx, PingIDZ, name)
+	if err != nil {
+		return "", err
+	}
+	if len(f.Replies) == 0 || f.Replies[0].Server.ID == "" {
+		return "", fmt.Errorf("resolving the id of server %s: %w", name, ErrServerNotFound)
+	}
+	return f.Replies[0].Server.ID, nil
+}
+
+// Reload makes the named server reload its config ($SYS.REQ.SERVER.<id>.RELOAD).
+func (c *SystemClient) Reload(ctx context.Context, name string) error {
+	id, err := c.ServerID(ctx, name)
+	if err != nil {
+		return err
+	}
+	b, err := c.request(ctx, fmt.Sprintf(subjectServerReload, id), nil)
+	if err != nil {
+		return fmt.Errorf("reloading server %s: %w", name, err)
+	}
+	r, err := decodeReply(b)
+	if err != nil {
+		return fmt.Errorf("reloading server %s: %w", name, err)
+	}
+	if r.Error != "" {
+		return fmt.Errorf("reloading server %s: %s", name, r.Error)
+	}
+	if r.Server.Name != name {
+		return fmt.Errorf("reloading server %s: answered by %q", name, r.Server.Name)
+	}
+	return nil
+}
+
+// jsResponse is the common shape of the JetStream API responses used here.
+type jsResponse struct {
+	Error   *wireAPIError `json:"error"`
+	Success bool          `json:"success"`
+}
+
+// RemovePeer removes the named server from the JetStream meta group
+// ($JS.API.SERVER.REMOVE); the server should be shut down for good first.
+func (c *SystemClient) RemovePeer(ctx context.Context, name string) error {
+	req, _ := json.Marshal(map[string]string{"peer": name})
+	return c.jsRequest(ctx, subjectPeerRemove, req, "removing JetStream peer "+name)
+}
+
+// StepDownMetaLeader makes the JetStream meta leader step down
+// ($JS.API.META.LEADER.STEPDOWN), preferring the named server as the next
+// leader when preferred is not empty.
+func (c *SystemClient) StepDownMetaLeader(ctx context.Context, preferred string) error {
+	var req []byte
+	if preferred != "" {
+		req, _ = json.Marshal(map[string]any{"placement": map[string]string{"preferred": preferred}})
+	}
+	return c.jsRequest(ctx, subjectMetaStepDown, req, "stepping down the meta leader")
+}
+
+func (c *SystemClient) jsRequest(ctx context.Context, subject string, req []byte, what string) error {
+	b, err := c.request(ctx, subject, req)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	var r jsResponse
+	if err := json.Unmarshal(b, &r); err != nil {
+		return fmt.Errorf("%s: decoding the response: %w", what, err)
+	}
+	if r.Error != nil {
+		return fmt.Errorf("%s: %w", what, r.Error)
+	}
+	if !r.Success {
+		return fmt.Errorf("%s: not successful", what)
+	}
+	return nil
+}
+
+func (c *SystemClient) request(ctx context.Context, subject string, body []byte) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	m, err := c.nc.RequestWithContext(ctx, subject, body)
+	if err != nil {
+		return nil, err
+	}
+	return m.Data, nil
+}
