@@ -1,0 +1,145 @@
+package testenv
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+)
+
+// BinDirEnv, when set, names a directory holding etcd, kube-apiserver,
+// kube-controller-manager and kubectl; hack/testbin.sh is then not run.
+const BinDirEnv = "NATS_OPERATOR_TESTBIN_DIR"
+
+// RepoRoot returns the repository root: the nearest directory above the
+// working directory (a test's package directory) that holds go.mod.
+func RepoRoot() (string, error) {
+	starts := []string{}
+	if wd, err := os.Getwd(); err == nil {
+		starts = append(starts, wd)
+	}
+	if _, file, _, ok := runtime.Caller(0); ok && filepath.IsAbs(file) {
+		starts = append(starts, filepath.Dir(file))
+	}
+	for _, dir := range starts {
+		for {
+			if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+				return dir, nil
+			}
+			parent := filepath.Dir(dir)
+			if parent == dir {
+				break
+			}
+			dir = parent
+		}
+	}
+	return "", errors.New("no go.mod found above the working directory")
+}
+
+var (
+	binMu    sync.Mutex
+	binCache = map[string]string{}
+)
+
+// testbin runs hack/testbin.sh with args from the repository root and returns
+// the directory it prints. Calls are serialised within the process and, with
+// a file lock in the cache directory, across test binaries, so parallel test
+// packages never build into the same directory at once. Results are cached
+// for the life of the process.
+func testbin(args ...string) (string, error) {
+	key := strings.Join(args, " ")
+	binMu.Lock()
+	defer binMu.Unlock()
+	if dir, ok := binCache[key]; ok {
+		return dir, nil
+	}
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	unlock, err := lockCache()
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+
+	var stdout bytes.Buffer
+	cmd := exec.Command("bash", append([]string{filepath.Join(root, "hack", "testbin.sh")}, args...)...)
+	cmd.Dir = root
+	cmd.Stdout = &stdout
+	cmd.Stderr = os.Stderr // a cold build takes minutes: show its progress
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("hack/testbin.sh %s: %w", key, err)
+	}
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	dir := strings.TrimSpace(lines[len(lines)-1])
+	if dir == "" {
+		return "", fmt.Errorf("hack/testbin.sh %s printed no directory", key)
+	}
+	binCache[key] = dir
+	return dir, nil
+}
+
+// lockCache takes an exclusive lock on a file in the test binary cache, so
+// that two test binaries do not run hack/testbin.sh at the same time.
+func lockCache() (func(), error) {
+	root := os.Getenv("NATS_OPERATOR_CACHE")
+	if root == "" {
+		cache := os.Getenv("XDG_CACHE_HOME")
+		if cache == "" {
+			home, err := os.UserHomeDir()
+			if err != nil {
+				return nil, err
+			}
+			cache = filepath.Join(home, ".cache")
+		}
+		root = filepath.Join(cache, "nats-operator")
+	}
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(root, "testbin.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("locking %s: %w", f.Name(), err)
+	}
+	return func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
+}
+
+// ControlPlaneBinDir returns the directory holding etcd, kube-apiserver,
+// kube-controller-manager and kubectl, building them on first use.
+func ControlPlaneBinDir() (string, error) {
+	if dir := os.Getenv(BinDirEnv); dir != "" {
+		return dir, nil
+	}
+	return testbin("control-plane")
+}
+
+// NatsServerBinary returns the path of a nats-server binary of the given
+// version (such as "2.15.2"), building it on first use with
+// hack/testbin.sh nats <version>. It fails the test if that is impossible.
+func NatsServerBinary(t testing.TB, version string) string {
+	t.Helper()
+	dir, err := testbin("nats", version)
+	if err != nil {
+		t.Fatalf("building nats-server %s: %v", version, err)
+	}
+	path := filepath.Join(dir, "nats-server")
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("nats-server %s: %v", version, err)
+	}
+	return path
+}
