@@ -1,0 +1,265 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	kubeinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/klog/v2"
+
+	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
+	"github.com/nats-operator/nats-operator/pkg/controller"
+	versioned "github.com/nats-operator/nats-operator/pkg/generated/clientset/versioned"
+	natsinformers "github.com/nats-operator/nats-operator/pkg/generated/informers/externalversions"
+)
+
+type options struct {
+	kubeconfig     string
+	namespace      string
+	workers        int
+	leaderElect    bool
+	leaseName      string
+	leaseNamespace string
+	healthAddr     string
+	metricsAddr    string
+	resync         time.Duration
+}
+
+func main() {
+	klog.InitFlags(nil)
+	var o options
+	flag.StringVar(&o.kubeconfig, "kubeconfig", "", "Path to a kubeconfig. Empty: the in-cluster config.")
+	flag.StringVar(&o.namespace, "namespace", "", "Namespace to watch. Empty: all namespaces.")
+	flag.IntVar(&o.workers, "workers", 2, "Number of NatsClusters synced in parallel.")
+	flag.BoolVar(&o.leaderElect, "leader-elect", true, "Elect a leader with a Lease before syncing, so only one replica acts.")
+	flag.StringVar(&o.leaseName, "leader-elect-lease-name", "nats-operator", "Name of the leader election Lease.")
+	flag.StringVar(&o.leaseNamespace, "leader-elect-namespace", "", "Namespace of the Lease. Empty: the pod's namespace, else --namespace, else nats-system.")
+	flag.StringVar(&o.healthAddr, "health-addr", ":8081", "Address serving /healthz and /readyz.")
+	flag.StringVar(&o.metricsAddr, "metrics-addr", ":8080", "Address serving /metrics. Empty disables it.")
+	flag.DurationVar(&o.resync, "resync", 10*time.Minute, "Informer resync period.")
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := run(ctx, o); err != nil {
+		klog.ErrorS(err, "Exited")
+		klog.Flush()
+		os.Exit(1)
+	}
+	klog.Flush()
+}
+
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig != "" {
+		return clientcmd.BuildConfigFromFlags("", kubeconfig)
+	}
+	return rest.InClusterConfig()
+}
+
+func run(ctx context.Context, o options) error {
+	logger := klog.FromContext(ctx)
+	cfg, err := restConfig(o.kubeconfig)
+	if err != nil {
+		return fmt.Errorf("building the client config: %w", err)
+	}
+	cfg.UserAgent = "nats-operator"
+	kubeClient, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	natsClient, err := versioned.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics := controller.NewMetrics(reg)
+
+	// Objects the controller makes carry the managed-by label; the caches
+	// hold only those. Secrets and the trust kinds are the user's.
+	managed := labels.SelectorFromSet(labels.Set{clusterv1beta1.LabelManagedBy: clusterv1beta1.ManagedByValue}).String()
+	kubeFactory := kubeinformers.NewSharedInformerFactoryWithOptions(kubeClient, o.resync,
+		kubeinformers.WithNamespace(o.namespace),
+		kubeinformers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = managed }))
+	secretFactory := kubeinformers.NewSharedInformerFactoryWithOptions(kubeClient, o.resync, kubeinformers.WithNamespace(o.namespace))
+	natsFactory := natsinformers.NewSharedInformerFactoryWithOptions(natsClient, o.resync, natsinformers.WithNamespace(o.namespace))
+
+	ctrl := controller.New(ctx, kubeClient, natsClient, controller.Informers{
+		Clusters:       natsFactory.Cluster().V1beta1().NatsClusters(),
+		OperatorTrusts: natsFactory.Trust().V1beta1().NatsOperatorTrusts(),
+		AccountTrusts:  natsFactory.Trust().V1beta1().NatsAccountTrusts(),
+		StatefulSets:   kubeFactory.Apps().V1().StatefulSets(),
+		ConfigMaps:     kubeFactory.Core().V1().ConfigMaps(),
+		Services:       kubeFactory.Core().V1().Services(),
+		Pods:           kubeFactory.Core().V1().Pods(),
+		PDBs:           kubeFactory.Policy().V1().PodDisruptionBudgets(),
+		Secrets:        secretFactory.Core().V1().Secrets(),
+	}, metrics)
+
+	// Caches fill whether or not this replica leads, so a new leader starts warm.
+	kubeFactory.Start(ctx.Done())
+	secretFactory.Start(ctx.Done())
+	natsFactory.Start(ctx.Done())
+	defer func() {
+		kubeFactory.Shutdown()
+		secretFactory.Shutdown()
+		natsFactory.Shutdown()
+	}()
+	go ctrl.WaitForCacheSync(ctx)
+
+	leaderHealth := leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
+	servers := []*http.Server{healthServer(o.healthAddr, leaderHealth, ctrl)}
+	if o.metricsAddr != "" {
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		servers = append(servers, &http.Server{Addr: o.metricsAddr, Handler: mux, ReadHeaderTimeout: 5 * time.Second})
+	}
+	for _, s := range servers {
+		go func() {
+			if err := s.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				logger.Error(err, "Serving HTTP failed", "addr", s.Addr)
+			}
+		}()
+	}
+	defer func() {
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		for _, s := range servers {
+			_ = s.Shutdown(shutdownCtx)
+		}
+	}()
+
+	if !o.leaderElect {
+		return ctrl.Run(ctx, o.workers)
+	}
+	return runLeading(ctx, o, kubeClient, leaderHealth, ctrl)
+}
+
+// runLeading runs the workers only while this replica holds the Lease. On
+// SIGTERM the workers drain first; only then is the lease released, so no
+// second replica acts while a step of this one is in flight.
+func runLeading(ctx context.Context, o options, kubeClient kubernetes.Interface, health *leaderelection.HealthzAdaptor, ctrl *controller.Controller) error {
+	logger := klog.FromContext(ctx)
+	id, err := os.Hostname()
+	if err != nil {
+		return err
+	}
+	id = fmt.Sprintf("%s_%d", id, os.Getpid())
+	ns := o.leaseNamespace
+	if ns == "" {
+		ns = os.Getenv("POD_NAMESPACE")
+	}
+	if ns == "" {
+		ns = o.namespace
+	}
+	if ns == "" {
+		ns = "nats-system"
+	}
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Name: o.leaseName, Namespace: ns},
+		Client:     kubeClient.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: id},
+	}
+
+	// The election runs on its own context, cancelled only after the workers
+	// have drained.
+	leCtx, leCancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer leCancel()
+	workersDone := make(chan struct{})
+	var lost bool
+	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		LeaseDuration:   15 * time.Second,
+		RenewDeadline:   10 * time.Second,
+		RetryPeriod:     2 * time.Second,
+		ReleaseOnCancel: true,
+		WatchDog:        health,
+		Name:            o.leaseName,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(leCtx context.Context) {
+				defer close(workersDone)
+				logger.Info("Started leading", "lease", klog.KRef(ns, o.leaseName), "identity", id)
+				runCtx, cancel := context.WithCancel(ctx)
+				defer cancel()
+				go func() {
+					select {
+					case <-leCtx.Done():
+						cancel()
+					case <-runCtx.Done():
+					}
+				}()
+				if err := ctrl.Run(runCtx, o.workers); err != nil {
+					logger.Error(err, "Controller stopped")
+				}
+			},
+			OnStoppedLeading: func() {
+				if ctx.Err() == nil {
+					lost = true
+				}
+				logger.Info("Stopped leading", "identity", id)
+			},
+		},
+	})
+	if err != nil {
+		return err
+	}
+	electionDone := make(chan struct{})
+	go func() {
+		defer close(electionDone)
+		elector.Run(leCtx)
+	}()
+
+	select {
+	case <-ctx.Done():
+		// Shutting down: wait for the workers to drain (if leading), then release.
+		if elector.IsLeader() {
+			<-workersDone
+		}
+		leCancel()
+		<-electionDone
+		return nil
+	case <-electionDone:
+		if lost {
+			return errors.New("leader election lost")
+		}
+		return nil
+	}
+}
+
+func healthServer(addr string, leader *leaderelection.HealthzAdaptor, ctrl *controller.Controller) *http.Server {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		if err := leader.Check(r); err != nil {
+			http.Error(w, "leader election: "+err.Error(), http.StatusInternalServerError)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		select {
+		case <-ctrl.Ready():
+			fmt.Fprintln(w, "ok")
+		default:
+			http.Error(w, "informer caches not synced", http.StatusServiceUnavailable)
+		}
+	})
+	return &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+}

@@ -1,0 +1,302 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	appsinformers "k8s.io/client-go/informers/apps/v1"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	policyinformers "k8s.io/client-go/informers/policy/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	policylisters "k8s.io/client-go/listers/policy/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+
+	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
+	trustv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/trust/v1beta1"
+	versioned "github.com/nats-operator/nats-operator/pkg/generated/clientset/versioned"
+	natsscheme "github.com/nats-operator/nats-operator/pkg/generated/clientset/versioned/scheme"
+	clusterinformers "github.com/nats-operator/nats-operator/pkg/generated/informers/externalversions/cluster/v1beta1"
+	trustinformers "github.com/nats-operator/nats-operator/pkg/generated/informers/externalversions/trust/v1beta1"
+	clusterlisters "github.com/nats-operator/nats-operator/pkg/generated/listers/cluster/v1beta1"
+	trustlisters "github.com/nats-operator/nats-operator/pkg/generated/listers/trust/v1beta1"
+)
+
+// QueueName names the workqueue; its metrics carry name="natscluster".
+const QueueName = "natscluster"
+
+// FieldManager is the field manager of every write.
+const FieldManager = "nats-operator"
+
+// Informers are the shared informers the controller reads from. The
+// StatefulSet, ConfigMap, Service, Pod and PDB informers should be
+// restricted to objects labelled app.kubernetes.io/managed-by=nats-operator.
+type Informers struct {
+	Clusters       clusterinformers.NatsClusterInformer
+	OperatorTrusts trustinformers.NatsOperatorTrustInformer
+	AccountTrusts  trustinformers.NatsAccountTrustInformer
+	StatefulSets   appsinformers.StatefulSetInformer
+	ConfigMaps     coreinformers.ConfigMapInformer
+	Services       coreinformers.ServiceInformer
+	Pods           coreinformers.PodInformer
+	PDBs           policyinformers.PodDisruptionBudgetInformer
+	Secrets        coreinformers.SecretInformer
+}
+
+// Controller reconciles NatsClusters.
+type Controller struct {
+	// kubeClient writes Kubernetes objects: Services, PDBs, StatefulSets,
+	// ConfigMaps, Pods (deletion), Events.
+	kubeClient kubernetes.Interface
+	// natsClient writes NatsClusters (status and one-shot annotations).
+	natsClient versioned.Interface
+
+	clusters       clusterlisters.NatsClusterLister
+	operatorTrusts trustlisters.NatsOperatorTrustLister
+	accountTrusts  trustlisters.NatsAccountTrustLister
+	statefulSets   appslisters.StatefulSetLister
+	configMaps     corelisters.ConfigMapLister
+	services       corelisters.ServiceLister
+	pods           corelisters.PodLister
+	pdbs           policylisters.PodDisruptionBudgetLister
+	secrets        corelisters.SecretLister
+	// synced are the HasSynced funcs of every informer above.
+	synced []cache.InformerSynced
+
+	// queue holds the keys of NatsClusters to sync.
+	queue workqueue.TypedRateLimitingInterface[cache.ObjectName]
+	// recorder emits Events on NatsClusters.
+	recorder record.EventRecorder
+	// metrics counts writes and steps.
+	metrics *Metrics
+
+	// cachesSynced is set once every informer has synced (for /readyz).
+	cachesSynced sync.Once
+	ready        chan struct{}
+}
+
+// New builds a controller from clients and informers and registers its
+// event handlers.
+func New(ctx context.Context, kubeClient kubernetes.Interface, natsClient versioned.Interface, inf Informers, metrics *Metrics) *Controller {
+	logger := klog.FromContext(ctx)
+	utilruntime.Must(natsscheme.AddToScheme(scheme.Scheme))
+
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartStructuredLogging(0)
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kubeClient.CoreV1().Events("")})
+	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "nats-operator"})
+
+	RegisterWorkqueueMetrics(metrics)
+	c := &Controller{
+		kubeClient:     kubeClient,
+		natsClient:     natsClient,
+		clusters:       inf.Clusters.Lister(),
+		operatorTrusts: inf.OperatorTrusts.Lister(),
+		accountTrusts:  inf.AccountTrusts.Lister(),
+		statefulSets:   inf.StatefulSets.Lister(),
+		configMaps:     inf.ConfigMaps.Lister(),
+		services:       inf.Services.Lister(),
+		pods:           inf.Pods.Lister(),
+		pdbs:           inf.PDBs.Lister(),
+		secrets:        inf.Secrets.Lister(),
+		synced: []cache.InformerSynced{
+			inf.Clusters.Informer().HasSynced, inf.OperatorTrusts.Informer().HasSynced,
+			inf.AccountTrusts.Informer().HasSynced, inf.StatefulSets.Informer().HasSynced,
+			inf.ConfigMaps.Informer().HasSynced, inf.Services.Informer().HasSynced,
+			inf.Pods.Informer().HasSynced, inf.PDBs.Informer().HasSynced,
+			inf.Secrets.Informer().HasSynced,
+		},
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
+			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: QueueName},
+		),
+		recorder: recorder,
+		metrics:  metrics,
+		ready:    make(chan struct{}),
+	}
+
+	logger.V(4).Info("Setting up event handlers")
+	handle := func(informer cache.SharedIndexInformer, fn func(obj interface{})) {
+		_, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    fn,
+			UpdateFunc: func(_, obj interface{}) { fn(obj) },
+			DeleteFunc: fn,
+		})
+		utilruntime.Must(err)
+	}
+	handle(inf.Clusters.Informer(), c.enqueueCluster)
+	for _, informer := range []cache.SharedIndexInformer{
+		inf.StatefulSets.Informer(), inf.ConfigMaps.Informer(), inf.Services.Informer(),
+		inf.Pods.Informer(), inf.PDBs.Informer(),
+	} {
+		handle(informer, c.enqueueOwner)
+	}
+	handle(inf.OperatorTrusts.Informer(), c.enqueueReferrers)
+	handle(inf.AccountTrusts.Informer(), c.enqueueReferrers)
+	handle(inf.Secrets.Informer(), c.enqueueReferrers)
+	return c
+}
+
+// Ready is closed once every informer cache has synced.
+func (c *Controller) Ready() <-chan struct{} { return c.ready }
+
+// WaitForCacheSync blocks until the caches have synced or ctx ends; it
+// reports whether they synced.
+func (c *Controller) WaitForCacheSync(ctx context.Context) bool {
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		return false
+	}
+	c.cachesSynced.Do(func() { close(c.ready) })
+	return true
+}
+
+// Run waits for the caches, starts workers and blocks until ctx ends; then it
+// shuts the queue down and waits for in-flight syncs to finish (drain).
+func (c *Controller) Run(ctx context.Context, workers int) error {
+	defer utilruntime.HandleCrash()
+	logger := klog.FromContext(ctx)
+
+	logger.Info("Waiting for informer caches to sync")
+	if !c.WaitForCacheSync(ctx) {
+		return fmt.Errorf("failed to wait for caches to sync")
+	}
+	logger.Info("Starting workers", "count", workers)
+	var wg sync.WaitGroup
+	for i := 0; i < workers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			wait.UntilWithContext(ctx, c.runWorker, time.Second)
+		}()
+	}
+	<-ctx.Done()
+	logger.Info("Shutting down workers, draining the queue")
+	c.queue.ShutDownWithDrain()
+	wg.Wait()
+	logger.Info("Workers stopped")
+	return nil
+}
+
+func (c *Controller) runWorker(ctx context.Context) {
+	for c.processNextWorkItem(ctx) {
+	}
+}
+
+func (c *Controller) processNextWorkItem(ctx context.Context) bool {
+	key, shutdown := c.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer c.queue.Done(key)
+
+	logger := klog.LoggerWithValues(klog.FromContext(ctx), "natscluster", key.String())
+	ctx = klog.NewContext(ctx, logger)
+	requeueAfter, err := c.sync(ctx, key)
+	switch {
+	case err != nil:
+		utilruntime.HandleErrorWithContext(ctx, err, "Error syncing; requeuing for later retry", "objectReference", key)
+		c.queue.AddRateLimited(key)
+	case requeueAfter > 0:
+		c.queue.Forget(key)
+		c.queue.AddAfter(key, requeueAfter)
+	default:
+		c.queue.Forget(key)
+	}
+	return true
+}
+
+func (c *Controller) enqueueCluster(obj interface{}) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	o, err := cache.ObjectToName(obj)
+	if err != nil {
+		utilruntime.HandleError(err)
+		return
+	}
+	c.queue.Add(o)
+}
+
+// enqueueOwner enqueues the NatsCluster that controls obj, resolved by Kind
+// and checked by UID against the cache.
+func (c *Controller) enqueueOwner(obj interface{}) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	o, ok := obj.(metav1.Object)
+	if !ok {
+		return
+	}
+	if nc := c.resolveControllerRef(o.GetNamespace(), metav1.GetControllerOf(o)); nc != nil {
+		c.queue.Add(cache.MetaObjectToName(nc))
+	}
+}
+
+// resolveControllerRef returns the NatsCluster a controller reference points
+// to, or nil when the reference is of another kind or the UID differs (the
+// owner was deleted and recreated under the same name).
+func (c *Controller) resolveControllerRef(namespace string, ref *metav1.OwnerReference) *clusterv1beta1.NatsCluster {
+	if ref == nil || ref.Kind != "NatsCluster" || ref.APIVersion != clusterv1beta1.SchemeGroupVersion.String() {
+		return nil
+	}
+	nc, err := c.clusters.NatsClusters(namespace).Get(ref.Name)
+	if err != nil || nc.UID != ref.UID {
+		return nil
+	}
+	return nc
+}
+
+// enqueueReferrers enqueues every NatsCluster in obj's namespace that names
+// obj (a NatsOperatorTrust, NatsAccountTrust or credentials Secret), so a
+// cluster held on a missing or invalid reference moves once it is fixed.
+func (c *Controller) enqueueReferrers(obj interface{}) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	o, ok := obj.(metav1.Object)
+	if !ok {
+		return
+	}
+	ncs, err := c.clusters.NatsClusters(o.GetNamespace()).List(everything)
+	if err != nil {
+		return
+	}
+	for _, nc := range ncs {
+		if refersTo(nc, obj, o.GetName()) {
+			c.queue.Add(cache.MetaObjectToName(nc))
+		}
+	}
+}
+
+// refersTo reports whether nc's spec.auth names the object.
+func refersTo(nc *clusterv1beta1.NatsCluster, obj interface{}, name string) bool {
+	a := nc.Spec.Auth
+	if a == nil {
+		return false
+	}
+	switch obj.(type) {
+	case *corev1.Secret:
+		return a.SystemCredentials != nil && a.SystemCredentials.SecretKeyRef.Name == name
+	case *trustv1beta1.NatsOperatorTrust:
+		return a.TrustRef.Name == name
+	case *trustv1beta1.NatsAccountTrust:
+		for _, r := range a.AccountTrustRefs {
+			if r.Name == name {
+				return true
+			}
+		}
+	}
+	return false
+}

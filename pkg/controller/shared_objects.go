@@ -1,0 +1,101 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+
+	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
+)
+
+// ensureSharedObjects creates or corrects the client Service, the headless
+// Service and the PodDisruptionBudget of a NatsCluster.
+func (c *Controller) ensureSharedObjects(ctx context.Context, nc *clusterv1beta1.NatsCluster) error {
+	shared := sharedObjects(nc)
+	for _, svc := range []*corev1.Service{shared.ClientService, shared.HeadlessService} {
+		if err := c.ensureService(ctx, nc, svc); err != nil {
+			return err
+		}
+	}
+	return c.ensurePDB(ctx, nc, shared.PDB)
+}
+
+func (c *Controller) ensureService(ctx context.Context, nc *clusterv1beta1.NatsCluster, want *corev1.Service) error {
+	got, err := c.services.Services(want.Namespace).Get(want.Name)
+	if apierrors.IsNotFound(err) {
+		_, err = c.kubeClient.CoreV1().Services(want.Namespace).Create(ctx, want, metav1.CreateOptions{FieldManager: FieldManager})
+		c.countWrite("services", "create")
+		if apierrors.IsAlreadyExists(err) {
+			return &notControlledError{"Service", want.Namespace, want.Name}
+		}
+		if err != nil {
+			return fmt.Errorf("creating Service %s: %w", klog.KObj(want), err)
+		}
+		klog.FromContext(ctx).V(2).Info("Created Service", "service", klog.KObj(want))
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !metav1.IsControlledBy(got, nc) {
+		return &notControlledError{"Service", got.Namespace, got.Name}
+	}
+	if apiequality.Semantic.DeepEqual(got.Labels, want.Labels) &&
+		apiequality.Semantic.DeepEqual(got.Spec.Ports, want.Spec.Ports) &&
+		apiequality.Semantic.DeepEqual(got.Spec.Selector, want.Spec.Selector) &&
+		got.Spec.PublishNotReadyAddresses == want.Spec.PublishNotReadyAddresses {
+		return nil
+	}
+	updated := got.DeepCopy()
+	updated.Labels = want.Labels
+	updated.Spec.Ports = want.Spec.Ports
+	updated.Spec.Selector = want.Spec.Selector
+	updated.Spec.PublishNotReadyAddresses = want.Spec.PublishNotReadyAddresses
+	_, err = c.kubeClient.CoreV1().Services(want.Namespace).Update(ctx, updated, metav1.UpdateOptions{FieldManager: FieldManager})
+	c.countWrite("services", "update")
+	if err != nil {
+		return fmt.Errorf("updating Service %s: %w", klog.KObj(want), err)
+	}
+	klog.FromContext(ctx).V(2).Info("Updated Service", "service", klog.KObj(want))
+	return nil
+}
+
+func (c *Controller) ensurePDB(ctx context.Context, nc *clusterv1beta1.NatsCluster, want *policyv1.PodDisruptionBudget) error {
+	got, err := c.pdbs.PodDisruptionBudgets(want.Namespace).Get(want.Name)
+	if apierrors.IsNotFound(err) {
+		_, err = c.kubeClient.PolicyV1().PodDisruptionBudgets(want.Namespace).Create(ctx, want, metav1.CreateOptions{FieldManager: FieldManager})
+		c.countWrite("poddisruptionbudgets", "create")
+		if apierrors.IsAlreadyExists(err) {
+			return &notControlledError{"PodDisruptionBudget", want.Namespace, want.Name}
+		}
+		if err != nil {
+			return fmt.Errorf("creating PodDisruptionBudget %s: %w", klog.KObj(want), err)
+		}
+		klog.FromContext(ctx).V(2).Info("Created PodDisruptionBudget", "pdb", klog.KObj(want))
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !metav1.IsControlledBy(got, nc) {
+		return &notControlledError{"PodDisruptionBudget", got.Namespace, got.Name}
+	}
+	if apiequality.Semantic.DeepEqual(got.Labels, want.Labels) && apiequality.Semantic.DeepEqual(got.Spec, want.Spec) {
+		return nil
+	}
+	updated := got.DeepCopy()
+	updated.Labels = want.Labels
+	updated.Spec = want.Spec
+	_, err = c.kubeClient.PolicyV1().PodDisruptionBudgets(want.Namespace).Update(ctx, updated, metav1.UpdateOptions{FieldManager: FieldManager})
+	c.countWrite("poddisruptionbudgets", "update")
+	if err != nil {
+		return fmt.Errorf("updating PodDisruptionBudget %s: %w", klog.KObj(want), err)
+	}
+	return nil
+}
