@@ -1,0 +1,241 @@
+package render
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"unicode"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
+)
+
+// Lame duck settings. nats-server refuses a lame_duck_duration under 30s;
+// the server exits about grace period + duration after the preStop signal,
+// well inside the termination grace period.
+const (
+	LameDuckGracePeriodSeconds    = 10
+	LameDuckDurationSeconds       = 30
+	TerminationGracePeriodSeconds = 60
+)
+
+// serverConfig is a server's nats.conf. Field order is the JSON key order.
+type serverConfig struct {
+	ServerName          string            `json:"server_name"`
+	Listen              string            `json:"listen"`
+	HTTP                string            `json:"http"`
+	PidFile             string            `json:"pid_file"`
+	LameDuckDuration    string            `json:"lame_duck_duration"`
+	LameDuckGracePeriod string            `json:"lame_duck_grace_period"`
+	Cluster             clusterConfig     `json:"cluster"`
+	JetStream           *jetStreamConfig  `json:"jetstream,omitempty"`
+	ServerTags          []string          `json:"server_tags,omitempty"`
+	Operator            string            `json:"operator,omitempty"`
+	SystemAccount       string            `json:"system_account,omitempty"`
+	Resolver            *resolverConfig   `json:"resolver,omitempty"`
+	ResolverPreload     map[string]string `json:"resolver_preload,omitempty"`
+	ServerMetadata      serverMetadata    `json:"server_metadata"`
+}
+
+type clusterConfig struct {
+	Name   string   `json:"name"`
+	Listen string   `json:"listen"`
+	Routes []string `json:"routes"`
+}
+
+type jetStreamConfig struct {
+	StoreDir       string `json:"store_dir"`
+	MaxMemoryStore *int64 `json:"max_memory_store,omitempty"`
+	MaxFileStore   *int64 `json:"max_file_store,omitempty"`
+	Domain         string `json:"domain,omitempty"`
+}
+
+type resolverConfig struct {
+	Type        string `json:"type"`
+	Dir         string `json:"dir"`
+	AllowDelete *bool  `json:"allow_delete,omitempty"`
+	Interval    string `json:"interval,omitempty"`
+}
+
+type serverMetadata struct {
+	ConfigRevision string `json:"config_revision"`
+}
+
+// marshalConfig renders the config as indented JSON. nats-server's config
+// lexer knows no \u escapes, so HTML escaping is off and strings that would
+// need one are refused before rendering (see checkConfigString).
+func marshalConfig(c *serverConfig) ([]byte, error) {
+	var buf bytes.Buffer
+	buf.Grow(2048 + len(c.Operator) + 1024*len(c.ResolverPreload))
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(c); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// checkConfigString refuses a string nats-server's config lexer could not
+// read back once JSON-encoded: control characters and the line and paragraph
+// separators, which encoding/json writes as \u escapes.
+func checkConfigString(what, s string) error {
+	for _, r := range s {
+		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
+			return fmt.Errorf("%s %q contains the character %U, which nats.conf cannot hold", what, s, r)
+		}
+	}
+	return nil
+}
+
+// clusterConfigs are the parts of every server's config shared by all
+// servers, rendered once.
+type sharedConfig struct {
+	routes    []string
+	jetStream *jetStreamConfig
+	tags      []string
+	trust     *validTrust
+	resolver  *resolverConfig
+}
+
+func newSharedConfig(nc *clusterv1beta1.NatsCluster, trust *validTrust) (*sharedConfig, error) {
+	s := &sharedConfig{trust: trust}
+	n := nc.Spec.Replicas
+	s.routes = make([]string, 0, n)
+	for i := range n {
+		s.routes = append(s.routes, RouteURL(nc.Name, nc.Namespace, i))
+	}
+	if js := nc.Spec.JetStream; js != nil {
+		s.jetStream = &jetStreamConfig{StoreDir: JetStreamStoreDir, Domain: js.Domain}
+		limits := DeriveJetStreamLimits(&nc.Spec)
+		if limits.MaxMemoryStore != nil {
+			v := limits.MaxMemoryStore.Value()
+			s.jetStream.MaxMemoryStore = &v
+		}
+		if limits.MaxFileStore != nil {
+			v := limits.MaxFileStore.Value()
+			s.jetStream.MaxFileStore = &v
+		}
+	}
+	if len(nc.Spec.ServerTags) > 0 {
+		keys := slices.Sorted(maps.Keys(nc.Spec.ServerTags))
+		s.tags = make([]string, 0, len(keys))
+		for _, k := range keys {
+			tag := k + ":" + nc.Spec.ServerTags[k]
+			if err := checkConfigString("spec.serverTags entry", tag); err != nil {
+				return nil, err
+			}
+			s.tags = append(s.tags, tag)
+		}
+	}
+	if trust != nil {
+		switch r := nc.Spec.Auth.Resolver; r {
+		case clusterv1beta1.ResolverFull, "":
+			f := false
+			s.resolver = &resolverConfig{Type: "full", Dir: ResolverDir, AllowDelete: &f, Interval: "2m"}
+		case clusterv1beta1.ResolverCache:
+			s.resolver = &resolverConfig{Type: "cache", Dir: ResolverDir}
+		default:
+			return nil, fmt.Errorf("spec.auth.resolver %q is neither %s nor %s", r, clusterv1beta1.ResolverFull, clusterv1beta1.ResolverCache)
+		}
+	}
+	return s, nil
+}
+
+func (s *sharedConfig) server(nc *clusterv1beta1.NatsCluster, ordinal int32, operatorJWT string) *serverConfig {
+	c := &serverConfig{
+		ServerName:          ServerName(nc.Name, ordinal),
+		Listen:              fmt.Sprintf("0.0.0.0:%d", ClientPort),
+		HTTP:                fmt.Sprintf("0.0.0.0:%d", MonitorPort),
+		PidFile:             PidFile,
+		LameDuckDuration:    fmt.Sprintf("%ds", LameDuckDurationSeconds),
+		LameDuckGracePeriod: fmt.Sprintf("%ds", LameDuckGracePeriodSeconds),
+		Cluster: clusterConfig{
+			Name:   nc.Name,
+			Listen: fmt.Sprintf("0.0.0.0:%d", ClusterPort),
+			Routes: s.routes,
+		},
+		JetStream:  s.jetStream,
+		ServerTags: s.tags,
+	}
+	if s.trust != nil {
+		c.Operator = operatorJWT
+		c.SystemAccount = s.trust.systemAccount
+		c.Resolver = s.resolver
+		c.ResolverPreload = s.trust.preload
+	}
+	return c
+}
+
+// DeriveJetStreamLimits returns the JetStream limits every server's config
+// gets, as API.md derives them: spec.jetstream.limits where set; otherwise
+// max_memory_store = 75% of resources.limits.memory and max_file_store = 95%
+// of the claim template's storage request, both rounded down to a byte. A
+// limit that cannot be derived is nil (nats-server then picks its own
+// default). Nil without JetStream. The controller reports it in
+// status.jetstream.limits.
+//
+// Example: limits.memory 1Gi (1073741824) gives max_memory_store 805306368;
+// a 10Gi claim gives max_file_store 10200547328.
+func DeriveJetStreamLimits(spec *clusterv1beta1.NatsClusterSpec) *clusterv1beta1.JetStreamLimits {
+	js := spec.JetStream
+	if js == nil {
+		return nil
+	}
+	out := &clusterv1beta1.JetStreamLimits{}
+	if js.Limits != nil && js.Limits.MaxMemoryStore != nil {
+		q := js.Limits.MaxMemoryStore.DeepCopy()
+		out.MaxMemoryStore = &q
+	} else if mem, ok := spec.Resources.Limits[corev1.ResourceMemory]; ok && mem.Sign() > 0 {
+		out.MaxMemoryStore = percentOf(mem.Value(), 75)
+	}
+	if js.Limits != nil && js.Limits.MaxFileStore != nil {
+		q := js.Limits.MaxFileStore.DeepCopy()
+		out.MaxFileStore = &q
+	} else if vct := js.VolumeClaimTemplate; vct != nil {
+		if st, ok := vct.Spec.Resources.Requests[corev1.ResourceStorage]; ok && st.Sign() > 0 {
+			out.MaxFileStore = percentOf(st.Value(), 95)
+		}
+	}
+	return out
+}
+
+// GoMemLimit is the GOMEMLIMIT value for a memory limit: 90% of it in bytes,
+// rounded down ("966367641" for 1Gi), or "" without a memory limit.
+func GoMemLimit(resources corev1.ResourceRequirements) string {
+	mem, ok := resources.Limits[corev1.ResourceMemory]
+	if !ok || mem.Sign() <= 0 {
+		return ""
+	}
+	q := percentOf(mem.Value(), 90)
+	return fmt.Sprintf("%d", q.Value())
+}
+
+// percentOf returns pct% of v bytes, rounded down, without overflowing for
+// any int64 v.
+func percentOf(v int64, pct int64) *resource.Quantity {
+	r := v/100*pct + v%100*pct/100
+	return resource.NewQuantity(r, resource.BinarySI)
+}
+
+// imageRef is <repository>:<version>[@<digest>].
+func imageRef(spec *clusterv1beta1.NatsClusterSpec) string {
+	repo := spec.Image.Repository
+	if repo == "" {
+		repo = "nats"
+	}
+	var b strings.Builder
+	b.WriteString(repo)
+	b.WriteByte(':')
+	b.WriteString(spec.Version)
+	if spec.Image.Digest != "" {
+		b.WriteByte('@')
+		b.WriteString(spec.Image.Digest)
+	}
+	return b.String()
+}

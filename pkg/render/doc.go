@@ -1,0 +1,55 @@
+// Package render turns a NatsCluster and its resolved trust into the objects
+// every server runs from: each server's nats.conf (JSON), ConfigMap and
+// StatefulSet, the client and headless Services, the PodDisruptionBudget, and
+// the target config revision.
+//
+// The package is pure: it imports only pkg/apis, k8s.io/api,
+// k8s.io/apimachinery, nats-io/jwt and nkeys and the standard library, reads
+// no clock, does no I/O and never logs. The same Input renders the same
+// bytes, whatever the order of maps in it.
+//
+// # Entry point
+//
+//	out, err := render.Render(render.Input{Cluster: nc, Trust: trust})
+//
+// Trust is nil when spec.auth is absent and required when it is present. A
+// trust that fails validation returns a *TrustError (errors.As) whose Reason
+// is clusterv1beta1.ReasonTrustInvalid or ReasonAccountTrustInvalid (or
+// ReasonTrustNotFound / ReasonAccountTrustNotFound when the controller did not
+// pass a referenced trust), whose Check names the failed check, and nothing
+// is rendered. Whether the system credentials Secret exists changes no
+// rendered object, so it is not an input: the controller checks it.
+//
+// # The config revision
+//
+// The revision is the first 10 hex characters of a SHA-256 over, for every
+// server in ordinal order, its nats.conf rendered without the revision and
+// its StatefulSet spec without the revision annotation (JSON, whose maps
+// encoding/json sorts). It is then written into every server's nats.conf as
+// server_metadata.config_revision and into every pod template as the
+// annotation cluster.nats-operator.io/config-revision. Services and the PDB
+// do not enter it: they never require a server to change. Server.ConfigDigest
+// and Server.TemplateDigest are the same kind of digest over one server's
+// config and StatefulSet spec alone, so a planner can tell which servers'
+// objects differ apart from the revision.
+//
+// # Rendered facts the controller and planner rely on
+//
+//   - Paths: config /etc/nats-config/nats.conf (ConfigMap key nats.conf), data
+//     volume "data" at /data, JetStream store /data/jetstream, resolver
+//     directory /data/resolver, pid file /var/run/nats/nats.pid (emptyDir
+//     "pid").
+//   - Lame duck: lame_duck_grace_period 10s, lame_duck_duration 30s (the
+//     server's minimum), terminationGracePeriodSeconds 60. nats-server ignores
+//     SIGTERM while in lame duck mode, so the preStop signal decides the exit.
+//   - Probes (HTTP GET on port 8222), chosen by spec.version; see probes.go:
+//     from 2.11 on, startup /healthz?js-meta-only=true, readiness
+//     /healthz?js-server-only=true, liveness /healthz?js-enabled-only=true.
+//     Before 2.11 js-meta-only does not exist and js-server-only meant what
+//     js-meta-only means now, so startup uses /healthz?js-server-only=true and
+//     readiness and liveness /healthz?js-enabled-only=true.
+//   - The revision is in every server's config, so any change changes every
+//     server's ConfigMap and pod template. Write a server's ConfigMap before
+//     its StatefulSet: the pod the StatefulSet restarts mounts the ConfigMap
+//     as it is then.
+package render

@@ -1,0 +1,214 @@
+package rendertest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/nats-operator/nats-operator/pkg/render"
+)
+
+// Local is where one rendered server runs on this machine: its loopback
+// ports and the directory that stands in for its volumes.
+type Local struct {
+	Host        string
+	ClientPort  int
+	ClusterPort int
+	MonitorPort int
+	// Dir holds data/ (for /data) and run/ (for /var/run/nats).
+	Dir string
+}
+
+// ClientURL is nats://host:clientPort.
+func (l Local) ClientURL() string { return fmt.Sprintf("nats://%s:%d", l.Host, l.ClientPort) }
+
+// MonitorURL is http://host:monitorPort.
+func (l Local) MonitorURL() string { return fmt.Sprintf("http://%s:%d", l.Host, l.MonitorPort) }
+
+// LocalizeConfig rewrites a rendered nats.conf to run on this machine: the
+// listen addresses become self's loopback ports, each route's pod host name
+// (a key of routes, e.g. "demo-1-0.demo-headless.ns.svc") becomes that
+// server's loopback cluster port, and /data and /var/run/nats move under
+// self.Dir. Everything else is kept as rendered.
+func LocalizeConfig(cfg []byte, self Local, routes map[string]Local) ([]byte, error) {
+	var m map[string]any
+	dec := json.NewDecoder(bytes.NewReader(cfg))
+	dec.UseNumber()
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("decoding rendered config: %w", err)
+	}
+	hostPort := func(p int) string { return net.JoinHostPort(self.Host, strconv.Itoa(p)) }
+	m["listen"] = hostPort(self.ClientPort)
+	m["http"] = hostPort(self.MonitorPort)
+	path := func(p string) string {
+		switch {
+		case strings.HasPrefix(p, render.DataDir):
+			return filepath.Join(self.Dir, "data", strings.TrimPrefix(p, render.DataDir))
+		case strings.HasPrefix(p, render.PidDir):
+			return filepath.Join(self.Dir, "run", strings.TrimPrefix(p, render.PidDir))
+		}
+		return p
+	}
+	if p, ok := m["pid_file"].(string); ok {
+		m["pid_file"] = path(p)
+	}
+	if cl, ok := m["cluster"].(map[string]any); ok {
+		cl["listen"] = hostPort(self.ClusterPort)
+		if rs, ok := cl["routes"].([]any); ok {
+			for i, r := range rs {
+				u, err := url.Parse(r.(string))
+				if err != nil {
+					return nil, fmt.Errorf("route %q: %w", r, err)
+				}
+				peer, ok := routes[u.Hostname()]
+				if !ok {
+					return nil, fmt.Errorf("route %q: no local address for host %s", r, u.Hostname())
+				}
+				u.Host = net.JoinHostPort(peer.Host, strconv.Itoa(peer.ClusterPort))
+				rs[i] = u.String()
+			}
+		}
+	}
+	if js, ok := m["jetstream"].(map[string]any); ok {
+		if p, ok := js["store_dir"].(string); ok {
+			js["store_dir"] = path(p)
+		}
+	}
+	if res, ok := m["resolver"].(map[string]any); ok {
+		if p, ok := res["dir"].(string); ok {
+			res["dir"] = path(p)
+		}
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(m); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// LocalCluster is a rendered cluster running as in-process nats-servers.
+type LocalCluster struct {
+	Servers []*server.Server
+	Locals  []Local
+	// ConfigFiles are the localized configs the servers loaded.
+	ConfigFiles []string
+}
+
+// ClientURLs is every server's client URL, comma separated.
+func (c *LocalCluster) ClientURLs() string {
+	urls := make([]string, len(c.Locals))
+	for i, l := range c.Locals {
+		urls[i] = l.ClientURL()
+	}
+	return strings.Join(urls, ",")
+}
+
+// LocalAddresses picks a free loopback port triple and a directory under
+// t.TempDir() for every server of out, keyed by ordinal, and the route host
+// map LocalizeConfig wants.
+func LocalAddresses(t testing.TB, out *render.Output, cluster, namespace string) ([]Local, map[string]Local) {
+	t.Helper()
+	base := t.TempDir()
+	locals := make([]Local, len(out.Servers))
+	routes := make(map[string]Local, len(out.Servers))
+	for i, s := range out.Servers {
+		l := Local{
+			Host:        "127.0.0.1",
+			ClientPort:  freePort(t),
+			ClusterPort: freePort(t),
+			MonitorPort: freePort(t),
+			Dir:         filepath.Join(base, s.Name),
+		}
+		for _, d := range []string{"data", "run"} {
+			if err := os.MkdirAll(filepath.Join(l.Dir, d), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		locals[i] = l
+		routes[render.PodHost(cluster, namespace, s.Ordinal)] = l
+	}
+	return locals, routes
+}
+
+// StartLocalCluster runs every server of out (rendered for the NatsCluster
+// namespace/cluster) as an in-process nats-server on loopback and stops them
+// at the end of the test.
+func StartLocalCluster(t testing.TB, out *render.Output, namespace, cluster string) *LocalCluster {
+	t.Helper()
+	locals, routes := LocalAddresses(t, out, cluster, namespace)
+	lc := &LocalCluster{Locals: locals}
+	for i, s := range out.Servers {
+		cfg, err := LocalizeConfig(s.Config, locals[i], routes)
+		if err != nil {
+			t.Fatalf("localizing %s: %v", s.Name, err)
+		}
+		file := filepath.Join(locals[i].Dir, "nats.conf")
+		if err := os.WriteFile(file, cfg, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		opts, err := server.ProcessConfigFile(file)
+		if err != nil {
+			t.Fatalf("loading config of %s: %v", s.Name, err)
+		}
+		opts.NoSigs = true
+		opts.NoLog = true
+		srv, err := server.NewServer(opts)
+		if err != nil {
+			t.Fatalf("creating server %s: %v", s.Name, err)
+		}
+		t.Cleanup(func() {
+			srv.Shutdown()
+			srv.WaitForShutdown()
+		})
+		go srv.Start()
+		lc.Servers = append(lc.Servers, srv)
+		lc.ConfigFiles = append(lc.ConfigFiles, file)
+	}
+	for i, srv := range lc.Servers {
+		if !srv.ReadyForConnections(20 * time.Second) {
+			t.Fatalf("server %s not ready for connections", out.Servers[i].Name)
+		}
+	}
+	return lc
+}
+
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// Eventually polls check every 50ms until it returns nil or timeout passes,
+// then fails the test with the last error. For tests against real servers
+// only.
+func Eventually(t testing.TB, timeout time.Duration, what string, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v: %v", what, timeout, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

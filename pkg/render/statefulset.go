@@ -1,0 +1,143 @@
+package render
+
+import (
+	"maps"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
+)
+
+// Pod security: the restricted Pod Security Standard.
+const (
+	RunAsUser  int64 = 1000
+	RunAsGroup int64 = 1000
+)
+
+// statefulSet renders one server's StatefulSet, with the revision annotation
+// set to rev ("" while the revision is being computed).
+func statefulSet(nc *clusterv1beta1.NatsCluster, ordinal int32, rev string) *appsv1.StatefulSet {
+	name := ServerName(nc.Name, ordinal)
+	spec := &nc.Spec
+	labels := ServerLabels(nc.Name, ordinal)
+
+	podLabels := ServerLabels(nc.Name, ordinal)
+	annotations := map[string]string{}
+	if rev != "" {
+		annotations[clusterv1beta1.AnnotationConfigRevision] = rev
+	}
+
+	startup, readiness, liveness := probes(spec.Version)
+
+	f, t := false, true
+	grace := int64(TerminationGracePeriodSeconds)
+	container := corev1.Container{
+		Name:    ContainerName,
+		Image:   imageRef(spec),
+		Command: []string{"nats-server", "--config", ConfigPath},
+		Ports: []corev1.ContainerPort{
+			{Name: ClientPortName, ContainerPort: ClientPort, Protocol: corev1.ProtocolTCP},
+			{Name: ClusterPortName, ContainerPort: ClusterPort, Protocol: corev1.ProtocolTCP},
+			{Name: MonitorPortName, ContainerPort: MonitorPort, Protocol: corev1.ProtocolTCP},
+		},
+		Resources: *spec.Resources.DeepCopy(),
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: ConfigVolumeName, MountPath: ConfigDir, ReadOnly: true},
+			{Name: DataVolumeName, MountPath: DataDir},
+			{Name: PidVolumeName, MountPath: PidDir},
+		},
+		StartupProbe:   startup,
+		ReadinessProbe: readiness,
+		LivenessProbe:  liveness,
+		Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{
+			Exec: &corev1.ExecAction{Command: []string{"nats-server", "--signal", "ldm=" + PidFile}},
+		}},
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+		ImagePullPolicy:          corev1.PullIfNotPresent,
+		SecurityContext: &corev1.SecurityContext{
+			AllowPrivilegeEscalation: &f,
+			ReadOnlyRootFilesystem:   &t,
+			RunAsNonRoot:             &t,
+			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		},
+	}
+	if gml := GoMemLimit(spec.Resources); gml != "" {
+		container.Env = []corev1.EnvVar{{Name: "GOMEMLIMIT", Value: gml}}
+	}
+
+	volumes := []corev1.Volume{
+		{Name: ConfigVolumeName, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: ConfigMapName(nc.Name, ordinal)},
+		}}},
+		{Name: PidVolumeName, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+	}
+	var claims []corev1.PersistentVolumeClaim
+	if js := spec.JetStream; js != nil && js.VolumeClaimTemplate != nil {
+		vct := js.VolumeClaimTemplate
+		claimLabels := ServerLabels(nc.Name, ordinal)
+		maps.Copy(claimLabels, vct.Metadata.Labels)
+		// Our labels win over the template's: selectors and the controller
+		// rely on them.
+		maps.Copy(claimLabels, ServerLabels(nc.Name, ordinal))
+		var claimAnnotations map[string]string
+		if len(vct.Metadata.Annotations) > 0 {
+			claimAnnotations = maps.Clone(vct.Metadata.Annotations)
+		}
+		claims = []corev1.PersistentVolumeClaim{{
+			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
+			ObjectMeta: metav1.ObjectMeta{
+				Name:        DataVolumeName,
+				Labels:      claimLabels,
+				Annotations: claimAnnotations,
+			},
+			Spec: *vct.Spec.DeepCopy(),
+		}}
+	} else {
+		volumes = append(volumes, corev1.Volume{Name: DataVolumeName, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+	}
+
+	one := int32(1)
+	return &appsv1.StatefulSet{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
+		ObjectMeta: objectMeta(nc, name, labels),
+		Spec: appsv1.StatefulSetSpec{
+			Replicas:            &one,
+			Selector:            &metav1.LabelSelector{MatchLabels: ServerSelector(nc.Name, ordinal)},
+			ServiceName:         HeadlessServiceName(nc.Name),
+			PodManagementPolicy: appsv1.ParallelPodManagement,
+			UpdateStrategy:      appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: podLabels, Annotations: annotations},
+				Spec: corev1.PodSpec{
+					Containers:                    []corev1.Container{container},
+					Volumes:                       volumes,
+					TerminationGracePeriodSeconds: &grace,
+					AutomountServiceAccountToken:  &f,
+					EnableServiceLinks:            &f,
+					SecurityContext: &corev1.PodSecurityContext{
+						RunAsNonRoot:        &t,
+						RunAsUser:           ptr(RunAsUser),
+						RunAsGroup:          ptr(RunAsGroup),
+						FSGroup:             ptr(RunAsGroup),
+						FSGroupChangePolicy: ptr(corev1.FSGroupChangeOnRootMismatch),
+						SeccompProfile:      &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+					},
+					Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+						PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
+							Weight: 100,
+							PodAffinityTerm: corev1.PodAffinityTerm{
+								LabelSelector: &metav1.LabelSelector{MatchLabels: ClusterSelector(nc.Name)},
+								TopologyKey:   corev1.LabelHostname,
+							},
+						}},
+					}},
+				},
+			},
+			VolumeClaimTemplates: claims,
+		},
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
