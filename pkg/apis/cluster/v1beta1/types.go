@@ -132,13 +132,13 @@ type JetStreamLimits struct {
 	// maxMemoryStore is the memory JetStream may use for streams, a
 	// non-negative quantity.
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).sign() >= 0",message="must not be negative"
+	// +kubebuilder:validation:XValidation:rule="!string(self).startsWith('-')",message="must not be negative"
 	MaxMemoryStore *resource.Quantity `json:"maxMemoryStore,omitempty"`
 
 	// maxFileStore is the disk JetStream may use for streams, a non-negative
 	// quantity.
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).sign() >= 0",message="must not be negative"
+	// +kubebuilder:validation:XValidation:rule="!string(self).startsWith('-')",message="must not be negative"
 	MaxFileStore *resource.Quantity `json:"maxFileStore,omitempty"`
 }
 

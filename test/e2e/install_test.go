@@ -1,0 +1,140 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
+	versioned "github.com/nats-operator/nats-operator/pkg/generated/clientset/versioned"
+	"github.com/nats-operator/nats-operator/test/framework"
+	"github.com/nats-operator/nats-operator/test/testenv"
+)
+
+// The operator, running with only the permissions of manifests/rbac, takes
+// the Lease, serves health and metrics, creates the Services and the PDB of
+// a new NatsCluster with owner references, fills status, and leaves the
+// owned objects to the garbage collector when the cluster is deleted.
+func TestOperatorInstallsWithLeastPrivilege(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	env := testenv.Start(t, testenv.Options{ControllerManager: true})
+	kube := kubernetes.NewForConfigOrDie(env.Config)
+	nats := versioned.NewForConfigOrDie(env.Config)
+
+	op := framework.StartOperator(ctx, t, env)
+
+	framework.Eventually(t, time.Minute, 200*time.Millisecond, "/healthz and /readyz to answer 200", func() (bool, string) {
+		for _, p := range []string{"/healthz", "/readyz"} {
+			code, body, err := framework.Get(op.HealthURL + p)
+			if err != nil || code != 200 {
+				return false, fmt.Sprintf("%s: %d %q %v", p, code, body, err)
+			}
+		}
+		return true, ""
+	})
+	framework.Eventually(t, time.Minute, 200*time.Millisecond, "the Lease to be held", func() (bool, string) {
+		lease, err := kube.CoordinationV1().Leases("nats-system").Get(ctx, "nats-operator", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
+			return false, "no holder"
+		}
+		return true, ""
+	})
+	framework.Eventually(t, 30*time.Second, 200*time.Millisecond, `workqueue_depth{name="natscluster"} on /metrics`, func() (bool, string) {
+		_, ok := op.Metric("workqueue_depth", `name="natscluster"`)
+		return ok, "metric not exposed"
+	})
+
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "apps"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.ClusterV1beta1().NatsClusters("apps").Create(ctx, &clusterv1beta1.NatsCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "apps"},
+		Spec:       clusterv1beta1.NatsClusterSpec{Version: "2.15.2", Replicas: 3},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	owned := func(m metav1.Object) error {
+		ref := metav1.GetControllerOf(m)
+		if ref == nil || ref.UID != nc.UID || ref.Kind != "NatsCluster" {
+			return fmt.Errorf("%s has controller reference %+v, want NatsCluster %s", m.GetName(), ref, nc.UID)
+		}
+		return nil
+	}
+	framework.Eventually(t, time.Minute, 200*time.Millisecond, "Services and PDB with owner references", func() (bool, string) {
+		for _, name := range []string{"demo", "demo-headless"} {
+			svc, err := kube.CoreV1().Services("apps").Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			if err := owned(svc); err != nil {
+				return false, err.Error()
+			}
+		}
+		pdb, err := kube.PolicyV1().PodDisruptionBudgets("apps").Get(ctx, "demo", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		if pdb.Spec.MaxUnavailable == nil || pdb.Spec.MaxUnavailable.IntValue() != 1 {
+			return false, fmt.Sprintf("PDB maxUnavailable %v, want 1", pdb.Spec.MaxUnavailable)
+		}
+		if err := owned(pdb); err != nil {
+			return false, err.Error()
+		}
+		return true, ""
+	})
+	framework.Eventually(t, time.Minute, 200*time.Millisecond, "status.endpoints and observedGeneration", func() (bool, string) {
+		got, err := nats.ClusterV1beta1().NatsClusters("apps").Get(ctx, "demo", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		st := got.Status
+		if st.ObservedGeneration != got.Generation || st.Endpoints == nil ||
+			st.Endpoints.Client != "nats://demo.apps.svc:4222" || st.Endpoints.Monitor != "http://demo-headless.apps.svc:8222" {
+			return false, fmt.Sprintf("status %+v endpoints %+v", st, st.Endpoints)
+		}
+		return true, ""
+	})
+	headless, _ := kube.CoreV1().Services("apps").Get(ctx, "demo-headless", metav1.GetOptions{})
+	if headless.Spec.ClusterIP != corev1.ClusterIPNone || !headless.Spec.PublishNotReadyAddresses {
+		t.Errorf("headless Service: clusterIP %q publishNotReadyAddresses %v", headless.Spec.ClusterIP, headless.Spec.PublishNotReadyAddresses)
+	}
+
+	if err := nats.ClusterV1beta1().NatsClusters("apps").Delete(ctx, "demo", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, time.Minute, 200*time.Millisecond, "the garbage collector to remove the owned objects", func() (bool, string) {
+		for _, name := range []string{"demo", "demo-headless"} {
+			if _, err := kube.CoreV1().Services("apps").Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				return false, "Service " + name + " still there"
+			}
+		}
+		if _, err := kube.PolicyV1().PodDisruptionBudgets("apps").Get(ctx, "demo", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			return false, "PDB still there"
+		}
+		return true, ""
+	})
+
+	// A permission missing from manifests/rbac shows as a forbidden error in
+	// the operator's log (informers that cannot list, events that cannot be
+	// written); none may appear.
+	if log := op.Log(); strings.Contains(log, "forbidden") {
+		for _, l := range strings.Split(log, "\n") {
+			if strings.Contains(l, "forbidden") {
+				t.Errorf("operator hit an RBAC denial: %s", l)
+			}
+		}
+	}
+}

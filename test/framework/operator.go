@@ -1,0 +1,259 @@
+package framework
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-operator/nats-operator/test/testenv"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// OperatorBinary builds cmd/nats-operator once per test process.
+func OperatorBinary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		root, err := testenv.RepoRoot()
+		if err != nil {
+			buildErr = err
+			return
+		}
+		dir, err := os.MkdirTemp("", "nats-operator-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "nats-operator")
+		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/nats-operator")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build ./cmd/nats-operator: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// Operator is a running nats-operator process.
+type Operator struct {
+	t          testing.TB
+	bin        string
+	args       []string
+	Kubeconfig string
+	LogPath    string
+	HealthURL  string
+	MetricsURL string
+
+	mu  sync.Mutex
+	cmd *exec.Cmd
+}
+
+// InstallRBAC applies manifests/namespace.yaml and manifests/rbac as an
+// administrator.
+func InstallRBAC(ctx context.Context, t testing.TB, env *testenv.Env) {
+	t.Helper()
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Apply(ctx, env.Config, "nats-system",
+		filepath.Join(root, "manifests", "namespace.yaml"),
+		filepath.Join(root, "manifests", "rbac")); err != nil {
+		t.Fatalf("installing RBAC: %v", err)
+	}
+}
+
+// StartOperator installs the RBAC manifests and starts the operator as the
+// nats-system/nats-operator ServiceAccount, with leader election on. Extra
+// args are appended. t.Cleanup stops it.
+func StartOperator(ctx context.Context, t testing.TB, env *testenv.Env, extraArgs ...string) *Operator {
+	t.Helper()
+	InstallRBAC(ctx, t, env)
+	cfg, err := env.ServiceAccountConfig(ctx, "nats-system", "nats-operator")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "operator.kubeconfig")
+	if err := testenv.WriteKubeconfig(kubeconfig, cfg); err != nil {
+		t.Fatal(err)
+	}
+	health, metrics := freeAddr(t), freeAddr(t)
+	o := &Operator{
+		t:          t,
+		bin:        OperatorBinary(t),
+		Kubeconfig: kubeconfig,
+		LogPath:    filepath.Join(dir, "operator.log"),
+		HealthURL:  "http://" + health,
+		MetricsURL: "http://" + metrics + "/metrics",
+		args: append([]string{
+			"--kubeconfig", kubeconfig,
+			"--leader-elect=true", "--leader-elect-namespace=nats-system",
+			"--health-addr", health, "--metrics-addr", metrics, "-v=4",
+		}, extraArgs...),
+	}
+	o.Start()
+	t.Cleanup(func() {
+		o.Stop()
+		if t.Failed() {
+			t.Logf("operator log: %s", o.LogPath)
+		}
+	})
+	return o
+}
+
+// Start starts the process (again).
+func (o *Operator) Start() {
+	o.t.Helper()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	f, err := os.OpenFile(o.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		o.t.Fatal(err)
+	}
+	defer f.Close()
+	cmd := exec.Command(o.bin, o.args...)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		o.t.Fatal(err)
+	}
+	o.cmd = cmd
+}
+
+// Kill sends SIGKILL and waits for the process to exit.
+func (o *Operator) Kill() { o.signal(syscall.SIGKILL) }
+
+// Stop sends SIGTERM and waits (SIGKILL after 30 s).
+func (o *Operator) Stop() { o.signal(syscall.SIGTERM) }
+
+func (o *Operator) signal(sig syscall.Signal) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.cmd == nil {
+		return
+	}
+	done := make(chan struct{})
+	go func() { _ = o.cmd.Wait(); close(done) }()
+	_ = syscall.Kill(-o.cmd.Process.Pid, sig)
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		_ = syscall.Kill(-o.cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+	}
+	o.cmd = nil
+}
+
+// Get returns the status code and body of a GET on url.
+func Get(url string) (int, string, error) {
+	c := http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), nil
+}
+
+// Metric returns the sum of the samples of a metric whose label set
+// contains every given label (e.g. `name="natscluster"`), and whether any
+// sample matched.
+func (o *Operator) Metric(name string, labels ...string) (float64, bool) {
+	_, body, err := Get(o.MetricsURL)
+	if err != nil {
+		return 0, false
+	}
+	return SumMetric(body, name, labels...)
+}
+
+// SumMetric parses Prometheus text exposition and sums matching samples.
+func SumMetric(body, name string, labels ...string) (float64, bool) {
+	var sum float64
+	found := false
+	sc := bufio.NewScanner(strings.NewReader(body))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "#") || !strings.HasPrefix(line, name) {
+			continue
+		}
+		rest := line[len(name):]
+		if rest == "" || (rest[0] != '{' && rest[0] != ' ') {
+			continue
+		}
+		ok := true
+		for _, l := range labels {
+			if !strings.Contains(rest, l) {
+				ok = false
+			}
+		}
+		if !ok {
+			continue
+		}
+		fields := strings.Fields(rest[strings.LastIndex(rest, "}")+1:])
+		if len(fields) == 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(fields[0], 64)
+		if err == nil {
+			sum += v
+			found = true
+		}
+	}
+	return sum, found
+}
+
+// Log returns the operator's log so far.
+func (o *Operator) Log() string {
+	b, _ := os.ReadFile(o.LogPath)
+	return string(b)
+}
+
+func freeAddr(t testing.TB) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// Eventually polls cond every interval until it returns true or the
+// deadline passes; then it fails the test with the last message.
+func Eventually(t testing.TB, timeout, interval time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var msg string
+	for {
+		var ok bool
+		ok, msg = cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s: %s", timeout, what, msg)
+		}
+		time.Sleep(interval)
+	}
+}
