@@ -37,15 +37,15 @@ const (
 	ReasonRolloutPaused  = "RolloutPaused"
 	ReasonReloading      = "Reloading"
 
-	ReasonUpToDate            = "UpToDate"
-	ReasonAuthChangeBlocked   = "AuthChangeBlocked"
-	ReasonTrustNotFound       = "TrustNotFound"
-	ReasonTrustInvalid        = "TrustInvalid"
+	ReasonUpToDate             = "UpToDate"
+	ReasonAuthChangeBlocked    = "AuthChangeBlocked"
+	ReasonTrustNotFound        = "TrustNotFound"
+	ReasonTrustInvalid         = "TrustInvalid"
 	ReasonAccountTrustNotFound = "AccountTrustNotFound"
-	ReasonAccountTrustInvalid = "AccountTrustInvalid"
-	ReasonCredentialsNotFound = "CredentialsNotFound"
-	ReasonReconcileFailed     = "ReconcileFailed"
-	ReasonUnsupportedChange   = "UnsupportedChange"
+	ReasonAccountTrustInvalid  = "AccountTrustInvalid"
+	ReasonCredentialsNotFound  = "CredentialsNotFound"
+	ReasonReconcileFailed      = "ReconcileFailed"
+	ReasonUnsupportedChange    = "UnsupportedChange"
 )
 
 // Event reasons that are not condition reasons.
