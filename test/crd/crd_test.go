@@ -1,0 +1,342 @@
+package crd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/restmapper"
+	"sigs.k8s.io/yaml"
+
+	"github.com/nats-operator/nats-operator/test/testenv"
+)
+
+var (
+	env *testenv.Env
+	// natsClusters is the NatsCluster resource.
+	natsClusters = schema.GroupVersionResource{Group: "cluster.nats-operator.io", Version: "v1beta1", Resource: "natsclusters"}
+	// strict refuses unknown and duplicate fields, as kubectl apply does.
+	strictCreate = metav1.CreateOptions{FieldValidation: metav1.FieldValidationStrict}
+	strictUpdate = metav1.UpdateOptions{FieldValidation: metav1.FieldValidationStrict}
+)
+
+// TestMain runs one kube-apiserver for the package. TESTENV_CRD_DIR, when
+// set, installs the CRDs of that directory instead of manifests/crds (to try
+// a CRD change before it is generated).
+func TestMain(m *testing.M) {
+	var stop func()
+	var err error
+	env, stop, err = testenv.StartMain(testenv.Options{CRDDir: os.Getenv("TESTENV_CRD_DIR")})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting the control plane:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	stop()
+	os.Exit(code)
+}
+
+func TestEveryExampleIsAccepted(t *testing.T) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob(filepath.Join(root, "manifests", "examples", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatal("no manifests in manifests/examples")
+	}
+	dyn := dynamic.NewForConfigOrDie(env.Config)
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(discovery.NewDiscoveryClientForConfigOrDie(env.Config)))
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			ctx := context.Background()
+			ns := newNamespace(t, "example")
+			objs, err := testenv.ReadManifests(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(objs) == 0 {
+				t.Fatalf("%s holds no objects", file)
+			}
+			for _, obj := range objs {
+				gvk := obj.GroupVersionKind()
+				mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+				if err != nil {
+					t.Fatalf("%s %s: %v", gvk.Kind, obj.GetName(), err)
+				}
+				if mapping.Scope.Name() != meta.RESTScopeNameNamespace {
+					t.Fatalf("%s %s is not namespaced", gvk.Kind, obj.GetName())
+				}
+				if obj.GetNamespace() != "" {
+					t.Errorf("%s %s sets namespace %q; examples leave it to kubectl apply -n", gvk.Kind, obj.GetName(), obj.GetNamespace())
+				}
+				if _, err := dyn.Resource(mapping.Resource).Namespace(ns).Create(ctx, obj, strictCreate); err != nil {
+					t.Errorf("%s %s refused: %v", gvk.Kind, obj.GetName(), err)
+				}
+			}
+		})
+	}
+}
+
+// valid is a NatsCluster that sets every field the bad cases break.
+const valid = `
+apiVersion: cluster.nats-operator.io/v1beta1
+kind: NatsCluster
+metadata:
+  name: placeholder
+spec:
+  version: "2.15.2"
+  replicas: 3
+  image:
+    repository: nats
+    digest: sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
+  resources:
+    limits:
+      memory: 1Gi
+  serverTags:
+    region: eu
+  jetstream:
+    domain: hub
+    limits:
+      maxMemoryStore: 512Mi
+      maxFileStore: 10Gi
+    volumeClaimTemplate:
+      spec:
+        accessModes: ["ReadWriteOnce"]
+        resources:
+          requests:
+            storage: 1Gi
+  auth:
+    trustRef:
+      name: demo
+    systemCredentials:
+      secretKeyRef:
+        name: demo-system-creds
+    resolver: Full
+    accountTrustRefs:
+      - name: demo-app
+`
+
+// edit changes a NatsCluster object.
+type edit func(obj map[string]any)
+
+// set sets the field at the dot-separated path (below the object root).
+func set(path string, value any) edit {
+	return func(obj map[string]any) {
+		if err := unstructured.SetNestedField(obj, value, strings.Split(path, ".")...); err != nil {
+			panic(err)
+		}
+	}
+}
+
+// remove deletes the field at the dot-separated path.
+func remove(path string) edit {
+	return func(obj map[string]any) { unstructured.RemoveNestedField(obj, strings.Split(path, ".")...) }
+}
+
+func newCluster(name string, edits ...edit) *unstructured.Unstructured {
+	var obj map[string]any
+	if err := yaml.Unmarshal([]byte(valid), &obj); err != nil {
+		panic(err)
+	}
+	u := &unstructured.Unstructured{Object: obj}
+	u.SetName(name)
+	for _, e := range edits {
+		e(u.Object)
+	}
+	return u
+}
+
+func TestBadNatsClustersAreRefusedNamingTheField(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// update, if set, is applied to an accepted valid NatsCluster;
+		// otherwise edits make a NatsCluster to create.
+		update bool
+		edits  []edit
+		// field is the path the error must name.
+		field string
+		// reason is the status reason of the refusal.
+		reason metav1.StatusReason
+	}{
+		{name: "a version that is not semver is refused", edits: []edit{set("spec.version", "2.15")}, field: "spec.version", reason: metav1.StatusReasonInvalid},
+		{name: "a version with a leading v is refused", edits: []edit{set("spec.version", "v2.15.2")}, field: "spec.version", reason: metav1.StatusReasonInvalid},
+		{name: "an empty version is refused", edits: []edit{set("spec.version", "")}, field: "spec.version", reason: metav1.StatusReasonInvalid},
+		{name: "a missing version is refused", edits: []edit{remove("spec.version")}, field: "spec.version", reason: metav1.StatusReasonInvalid},
+		{name: "an update moving the minor version up by two is refused", update: true, edits: []edit{set("spec.version", "2.17.0")}, field: "spec.version", reason: metav1.StatusReasonInvalid},
+		{name: "an update moving the minor version down by two is refused", update: true, edits: []edit{set("spec.version", "2.13.9")}, field: "spec.version", reason: metav1.StatusReasonInvalid},
+		{name: "an update changing the major version is refused", update: true, edits: []edit{set("spec.version", "3.15.2")}, field: "spec.version", reason: metav1.StatusReasonInvalid},
+		{name: "zero replicas are refused", edits: []edit{set("spec.replicas", int64(0))}, field: "spec.replicas", reason: metav1.StatusReasonInvalid},
+		{name: "negative replicas are refused", edits: []edit{set("spec.replicas", int64(-1))}, field: "spec.replicas", reason: metav1.StatusReasonInvalid},
+		{name: "missing replicas are refused", edits: []edit{remove("spec.replicas")}, field: "spec.replicas", reason: metav1.StatusReasonInvalid},
+		{name: "a malformed image digest is refused", edits: []edit{set("spec.image.digest", "sha256:xyz")}, field: "spec.image.digest", reason: metav1.StatusReasonInvalid},
+		{name: "an image digest in upper case hex is refused", edits: []edit{set("spec.image.digest", "sha256:"+strings.Repeat("AB", 32))}, field: "spec.image.digest", reason: metav1.StatusReasonInvalid},
+		{name: "the Memory resolver is refused", edits: []edit{set("spec.auth.resolver", "Memory")}, field: "spec.auth.resolver", reason: metav1.StatusReasonInvalid},
+		{name: "auth without a trustRef is refused", edits: []edit{remove("spec.auth.trustRef")}, field: "spec.auth.trustRef", reason: metav1.StatusReasonInvalid},
+		{name: "a trustRef with an empty name is refused", edits: []edit{set("spec.auth.trustRef.name", "")}, field: "spec.auth.trustRef.name", reason: metav1.StatusReasonInvalid},
+		{name: "an accountTrustRef without a name is refused", edits: []edit{set("spec.auth.accountTrustRefs", []any{map[string]any{}})}, field: "spec.auth.accountTrustRefs[0].name", reason: metav1.StatusReasonInvalid},
+		{name: "two accountTrustRefs with the same name are refused", edits: []edit{set("spec.auth.accountTrustRefs", []any{map[string]any{"name": "a"}, map[string]any{"name": "a"}})}, field: "spec.auth.accountTrustRefs[1]", reason: metav1.StatusReasonInvalid},
+		{name: "a systemCredentials secretKeyRef without a name is refused", edits: []edit{remove("spec.auth.systemCredentials.secretKeyRef.name")}, field: "spec.auth.systemCredentials.secretKeyRef.name", reason: metav1.StatusReasonInvalid},
+		{name: "an unknown field is refused by strict field validation", edits: []edit{set("spec.foo", "bar")}, field: "spec.foo", reason: metav1.StatusReasonBadRequest},
+		{name: "an unknown nested field is refused by strict field validation", edits: []edit{set("spec.jetstream.storageClass", "fast")}, field: "spec.jetstream.storageClass", reason: metav1.StatusReasonBadRequest},
+		{name: "a negative maxFileStore is refused", edits: []edit{set("spec.jetstream.limits.maxFileStore", "-1Gi")}, field: "spec.jetstream.limits.maxFileStore", reason: metav1.StatusReasonInvalid},
+		{name: "a negative maxFileStore given as an integer is refused", edits: []edit{set("spec.jetstream.limits.maxFileStore", int64(-1))}, field: "spec.jetstream.limits.maxFileStore", reason: metav1.StatusReasonInvalid},
+		{name: "a negative maxMemoryStore is refused", edits: []edit{set("spec.jetstream.limits.maxMemoryStore", "-512Mi")}, field: "spec.jetstream.limits.maxMemoryStore", reason: metav1.StatusReasonInvalid},
+		{name: "a maxFileStore that is not a quantity is refused", edits: []edit{set("spec.jetstream.limits.maxFileStore", "lots")}, field: "spec.jetstream.limits.maxFileStore", reason: metav1.StatusReasonInvalid},
+		{name: "a server tag with an empty key is refused", edits: []edit{set("spec.serverTags", map[string]any{"": "eu"})}, field: "spec.serverTags", reason: metav1.StatusReasonInvalid},
+		{name: "a JetStream domain with a space is refused", edits: []edit{set("spec.jetstream.domain", "my hub")}, field: "spec.jetstream.domain", reason: metav1.StatusReasonInvalid},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			ns := newNamespace(t, "bad")
+			client := dynamic.NewForConfigOrDie(env.Config).Resource(natsClusters).Namespace(ns)
+			var err error
+			if tc.update {
+				created, cerr := client.Create(ctx, newCluster("demo"), strictCreate)
+				if cerr != nil {
+					t.Fatalf("creating the valid NatsCluster: %v", cerr)
+				}
+				for _, e := range tc.edits {
+					e(created.Object)
+				}
+				_, err = client.Update(ctx, created, strictUpdate)
+			} else {
+				_, err = client.Create(ctx, newCluster("demo", tc.edits...), strictCreate)
+			}
+			if err == nil {
+				t.Fatalf("accepted, want refused naming %s", tc.field)
+			}
+			if got := apierrors.ReasonForError(err); got != tc.reason {
+				t.Errorf("reason %q, want %q: %v", got, tc.reason, err)
+			}
+			if !namesField(err, tc.field) {
+				t.Errorf("error does not name %s: %v", tc.field, err)
+			}
+			t.Logf("refused: %v", err)
+		})
+	}
+}
+
+func TestGoodVersionChangesAreAccepted(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		from, to string
+	}{
+		{"an update moving the minor version up by one is accepted", "2.15.2", "2.16.0"},
+		{"an update moving the minor version down by one is accepted", "2.15.2", "2.14.9"},
+		{"an update changing the patch version is accepted", "2.15.2", "2.15.3"},
+		{"an update moving the patch version down is accepted", "2.15.2", "2.15.0"},
+		{"an update to a prerelease of the next minor version is accepted", "2.15.2", "2.16.0-rc.1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			ns := newNamespace(t, "good")
+			client := dynamic.NewForConfigOrDie(env.Config).Resource(natsClusters).Namespace(ns)
+			created, err := client.Create(ctx, newCluster("demo", set("spec.version", tc.from)), strictCreate)
+			if err != nil {
+				t.Fatalf("creating %s: %v", tc.from, err)
+			}
+			if err := unstructured.SetNestedField(created.Object, tc.to, "spec", "version"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := client.Update(ctx, created, strictUpdate); err != nil {
+				t.Fatalf("updating %s -> %s refused: %v", tc.from, tc.to, err)
+			}
+		})
+	}
+}
+
+// TestDefaultsAreFilledIn checks the schema defaults a minimal NatsCluster.
+func TestDefaultsAreFilledIn(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t, "defaults")
+	client := dynamic.NewForConfigOrDie(env.Config).Resource(natsClusters).Namespace(ns)
+	minimal := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "cluster.nats-operator.io/v1beta1",
+		"kind":       "NatsCluster",
+		"metadata":   map[string]any{"name": "demo"},
+		"spec": map[string]any{
+			"version":  "2.15.2",
+			"replicas": int64(3),
+			"auth": map[string]any{
+				"trustRef":          map[string]any{"name": "demo"},
+				"systemCredentials": map[string]any{"secretKeyRef": map[string]any{"name": "demo-system-creds"}},
+			},
+		},
+	}}
+	got, err := client.Create(ctx, minimal, strictCreate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []struct {
+		path []string
+		val  string
+	}{
+		{[]string{"spec", "image", "repository"}, "nats"},
+		{[]string{"spec", "auth", "resolver"}, "Full"},
+		{[]string{"spec", "auth", "systemCredentials", "secretKeyRef", "key"}, "user.creds"},
+	} {
+		v, _, _ := unstructured.NestedString(got.Object, want.path...)
+		if v != want.val {
+			t.Errorf("%s = %q, want %q", strings.Join(want.path, "."), v, want.val)
+		}
+	}
+}
+
+// namesField reports whether a refusal names field: as the field of one of
+// its causes (schema and CEL errors), or in its message (strict field
+// validation, which has no causes).
+func namesField(err error, field string) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return false
+	}
+	s := status.Status()
+	if s.Details != nil && len(s.Details.Causes) > 0 {
+		for _, c := range s.Details.Causes {
+			if c.Field == field {
+				return true
+			}
+		}
+		return false
+	}
+	return strings.Contains(s.Message, `"`+field+`"`) || strings.Contains(s.Message, field+":")
+}
+
+// newNamespace makes a namespace for one test and deletes it afterwards.
+func newNamespace(t *testing.T, prefix string) string {
+	t.Helper()
+	client := kubernetes.NewForConfigOrDie(env.Config)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ns, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = client.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
+	})
+	return ns.Name
+}
