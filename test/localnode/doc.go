@@ -1,0 +1,93 @@
+// Package localnode plays the kubelet for nats-server pods on one machine,
+// so the operator can be tested end to end against a real kube-apiserver
+// and kube-controller-manager (see test/testenv) with no container runtime.
+//
+//	node, err := localnode.New(env.Config, localnode.Options{Root: t.TempDir()})
+//	if err := node.Start(ctx); err != nil { ... }
+//	defer node.Stop()
+//
+// What it does, like a kubelet where the operator can tell the difference:
+//
+//   - Registers a Ready Node (default "localnode"), renews its Lease in
+//     kube-node-lease and its Ready condition every 10 s, and binds every pod
+//     without a nodeName to it through the Binding subresource (no
+//     scheduling: node selectors, affinity and taints are ignored).
+//   - Gives each pod a loopback address 127.<b>.x.y, starting at 127.0.0.2.
+//     The address is allocated by namespace/name on first reference (a pod,
+//     a DNS name in a config, or PodAddress) and kept for the node's life, so
+//     a recreated StatefulSet pod comes back on the same address and no two
+//     names share one; a new pod of a name starts only after the previous
+//     pod of that name is gone. Each Node takes a free block b under a lock
+//     file in $TMPDIR/nats-operator-localnode, so nodes in parallel test
+//     binaries never collide (the first gets 127.0.0.x).
+//   - Reports status like the kubelet: podIP/podIPs, hostIP 127.0.0.1, phase,
+//     conditions (PodReadyToStartContainers, Initialized, ContainersReady,
+//     Ready honouring readiness gates, PodScheduled), container statuses
+//     (state, lastState, ready, started, restartCount, image, imageID,
+//     containerID). Status is written with a strategic merge patch on the
+//     status subresource, so conditions of others (DisruptionTarget) stay.
+//   - Runs containers whose image is nats or nats-server as the nats-server
+//     binary of the image tag's version (nats:2.15.1, nats:2.15.1-alpine and
+//     nats:2.15.1@sha256:... all give 2.15.1; no tag or latest gives
+//     DefaultVersion) from Options.BinaryForVersion, by default
+//     hack/testbin.sh nats <version>. Other images run their command if it
+//     is found on the host (sh, sleep), else they wait with
+//     RunContainerError. The environment is PATH, HOSTNAME, HOME, envFrom and
+//     env (value, fieldRef, resourceFieldRef, configMapKeyRef, secretKeyRef)
+//     with $(VAR) expansion.
+//   - Volumes live under Root/pods/<ns>_<pod>_<uid>/volumes/<name>, removed
+//     with the pod. ConfigMap, Secret, downwardAPI and projected volumes are
+//     written the kubelet's way (files are symlinks through ..data, swapped
+//     atomically) and compared with their sources every SyncPeriod (1 s).
+//     emptyDir is fresh per pod. A persistentVolumeClaim is the directory
+//     Root/pvc/<ns>/<claim> (ClaimPath), which outlives pods and nodes; a new
+//     claim of the same name (new UID) starts empty. The node creates a
+//     hostPath PersistentVolume "localnode-<claim uid>" pre-bound to the
+//     claim, sets the claim's volumeName and marks both Bound. A pod waits
+//     (ContainerCreating) until its claims, ConfigMaps and Secrets exist.
+//   - Maps what only makes sense inside a pod to its local equivalent. In
+//     every .conf or .json file of a ConfigMap or Secret volume that parses
+//     as JSON, and in container commands, args, working dirs, exec hooks and
+//     exec probes: 0.0.0.0 and [::] hosts (also "listen": ":4222") become the
+//     pod address; DNS names <pod>.<service>.<ns>.svc[.cluster.local] become
+//     that pod's address (the first label is taken as the pod name, as for
+//     StatefulSet pods; service names alone are not mapped); container mount
+//     paths become the local directories; a command word nats-server (or
+//     /path/nats-server) becomes the local binary. A JSON server config
+//     (with keys such as port, listen, cluster, jetstream) without a host in
+//     the top level or in cluster, gateway, leafnodes, websocket or mqtt gets
+//     "host": <pod address>. The mounted file is the rewritten copy; the
+//     server reads it, and a ConfigMap edit rewrites it again.
+//   - Probes (startup, readiness, liveness; httpGet on the pod address,
+//     tcpSocket, exec) with their delays, periods, timeouts and thresholds.
+//     A container that exits or fails its liveness or startup probe is
+//     restarted: the first restart at once, then Options.BackoffBase (1 s)
+//     doubling to BackoffMax (30 s), reset after BackoffReset (10 m) of
+//     running; the kubelet uses 10 s to 5 m. restartCount and
+//     lastState.terminated follow. A liveness kill runs the preStop hook as
+//     the kubelet does.
+//   - On deletion (deletionTimestamp): the preStop hook (exec, httpGet or
+//     sleep), then SIGTERM to the process group, then SIGKILL when the
+//     deletion grace period is over (at least 2 s after the hook), then the
+//     final status and a delete with grace period 0 and a UID precondition,
+//     so the StatefulSet controller recreates the pod. A pod deleted from
+//     the API by force is stopped the same way.
+//   - Container output goes to Root/logs/<ns>_<pod>_<container>.log
+//     (LogPath, ContainerLogPath), appended across restarts, with
+//     "localnode: ..." lines at each start, hook and exit.
+//   - Every process runs in its own process group with a parent-death
+//     SIGKILL, started from one OS thread that lives as long as the node's
+//     process, so nothing outlives the test binary even when it is killed.
+//     Stop sends SIGKILL to every process group and leaves API objects as
+//     they are (as a dead kubelet would). PIDs lists every process ever
+//     started, for tests checking that none outlives them (ProcessAlive).
+//
+// Not done: container image changes in place (pods are replaced by
+// StatefulSets anyway), sidecar init containers, gRPC probes, service
+// environment variables, resource limits, service account tokens (the
+// projected token file holds a placeholder), Services (clients use pod
+// addresses), adoption of restart counts after a node restart.
+//
+// The command test/localnode/cmd/localnode runs a node alone against a
+// kubeconfig.
+package localnode

@@ -1,0 +1,343 @@
+package localnode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	listerscorev1 "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+)
+
+// Options configure a Node. Only Root is required.
+type Options struct {
+	// Root holds pod directories (pods/), claim directories (pvc/) and
+	// container logs (logs/). Claim directories outlive pods and nodes.
+	Root string
+	// NodeName is the name of the Node object; default "localnode".
+	NodeName string
+	// BinaryForVersion returns the nats-server binary of a version such as
+	// "2.15.1"; default TestbinBinary (hack/testbin.sh nats <version>).
+	BinaryForVersion func(version string) (string, error)
+	// BackoffBase and BackoffMax bound the restart backoff of a container:
+	// the first restart is immediate, then BackoffBase doubling up to
+	// BackoffMax; default 1s and 30s (the kubelet uses 10s and 5m).
+	BackoffBase, BackoffMax time.Duration
+	// BackoffReset is how long a container must run for its backoff to
+	// start over; default 10m as in the kubelet.
+	BackoffReset time.Duration
+	// SyncPeriod is how often ConfigMap, Secret and downward API volumes are
+	// compared with their sources; default 1s.
+	SyncPeriod time.Duration
+}
+
+// Node plays the kubelet for one Node object: it binds pending pods to it
+// and runs their containers as local processes.
+type Node struct {
+	opts   Options
+	client kubernetes.Interface
+	log    klog.Logger
+
+	addrs    *addresses
+	spawner  *spawner
+	binaries *binaries
+
+	factory    informers.SharedInformerFactory
+	pods       listerscorev1.PodLister
+	configMaps listerscorev1.ConfigMapLister
+	secrets    listerscorev1.SecretLister
+	claims     listerscorev1.PersistentVolumeClaimLister
+
+	mu      sync.Mutex
+	workers map[types.UID]*podWorker
+	// finished holds the pods whose worker has ended, so late events do
+	// not start them again.
+	finished map[types.UID]bool
+	wg       sync.WaitGroup
+	cancel   context.CancelFunc
+	stopped  chan struct{}
+	started  bool
+}
+
+// New returns a node that talks to the API server of cfg. Call Start or Run.
+func New(cfg *rest.Config, opts Options) (*Node, error) {
+	if opts.Root == "" {
+		return nil, errors.New("localnode: Options.Root is required")
+	}
+	if opts.NodeName == "" {
+		opts.NodeName = "localnode"
+	}
+	if opts.BinaryForVersion == nil {
+		opts.BinaryForVersion = TestbinBinary
+	}
+	if opts.BackoffBase == 0 {
+		opts.BackoffBase = time.Second
+	}
+	if opts.BackoffMax == 0 {
+		opts.BackoffMax = 30 * time.Second
+	}
+	if opts.BackoffReset == 0 {
+		opts.BackoffReset = 10 * time.Minute
+	}
+	if opts.SyncPeriod == 0 {
+		opts.SyncPeriod = time.Second
+	}
+	root, err := filepath.Abs(opts.Root)
+	if err != nil {
+		return nil, err
+	}
+	opts.Root = root
+	for _, d := range []string{"pods", "pvc", "logs"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			return nil, err
+		}
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = 100, 200
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	addrs, err := newAddresses()
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{
+		opts:     opts,
+		client:   client,
+		log:      klog.Background().WithName("localnode").WithValues("node", opts.NodeName),
+		addrs:    addrs,
+		spawner:  newSpawner(),
+		binaries: &binaries{find: opts.BinaryForVersion, paths: map[string]string{}, digests: map[string]string{}},
+		workers:  map[types.UID]*podWorker{},
+		finished: map[types.UID]bool{},
+		stopped:  make(chan struct{}),
+	}
+	n.factory = informers.NewSharedInformerFactory(client, 0)
+	n.pods = n.factory.Core().V1().Pods().Lister()
+	n.configMaps = n.factory.Core().V1().ConfigMaps().Lister()
+	n.secrets = n.factory.Core().V1().Secrets().Lister()
+	n.claims = n.factory.Core().V1().PersistentVolumeClaims().Lister()
+	return n, nil
+}
+
+// Start registers the node, waits for the caches and starts running pods.
+// It returns once the node is Ready; Stop ends it.
+func (n *Node) Start(ctx context.Context) error {
+	n.mu.Lock()
+	if n.started {
+		n.mu.Unlock()
+		return errors.New("localnode: already started")
+	}
+	n.started = true
+	n.mu.Unlock()
+	ctx, cancel := context.WithCancel(ctx)
+	n.cancel = cancel
+	if err := n.register(ctx); err != nil {
+		cancel()
+		return err
+	}
+	handler := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { n.podChanged(ctx, obj, false) },
+		UpdateFunc: func(_, obj any) { n.podChanged(ctx, obj, false) },
+		DeleteFunc: func(obj any) {
+			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			n.podChanged(ctx, obj, true)
+		},
+	}
+	if _, err := n.factory.Core().V1().Pods().Informer().AddEventHandler(handler); err != nil {
+		cancel()
+		return err
+	}
+	n.factory.Core().V1().ConfigMaps().Informer()
+	n.factory.Core().V1().Secrets().Informer()
+	n.factory.Core().V1().PersistentVolumeClaims().Informer()
+	n.factory.Start(ctx.Done())
+	for typ, ok := range n.factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			cancel()
+			return fmt.Errorf("localnode: cache of %v did not sync", typ)
+		}
+	}
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		n.heartbeat(ctx)
+	}()
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		n.resync(ctx)
+	}()
+	n.log.Info("Started node", "root", n.opts.Root, "addresses", fmt.Sprintf("127.%d.0.0/16", n.addrs.block))
+	return nil
+}
+
+// Run starts the node and blocks until ctx ends, then stops it.
+func (n *Node) Run(ctx context.Context) error {
+	if err := n.Start(ctx); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	n.Stop()
+	return nil
+}
+
+// Stop kills every process at once (SIGKILL to each process group), waits
+// for the pod workers and releases the address block. The API objects are
+// left as they are, as when a kubelet dies.
+func (n *Node) Stop() {
+	n.mu.Lock()
+	if !n.started {
+		n.mu.Unlock()
+		return
+	}
+	select {
+	case <-n.stopped:
+		n.mu.Unlock()
+		return
+	default:
+	}
+	close(n.stopped)
+	n.mu.Unlock()
+	n.spawner.killAll()
+	n.cancel()
+	n.wg.Wait()
+	n.factory.Shutdown()
+	n.spawner.killAll()
+	n.addrs.close()
+	n.log.Info("Stopped node")
+}
+
+// PodAddress returns the loopback address of pod name in namespace ns,
+// allocating it if the pod was never seen, so DNS names can be resolved
+// before the pod exists.
+func (n *Node) PodAddress(ns, name string) string {
+	return n.addrs.get(ns, name)
+}
+
+// LogPath returns the log file of the nats container of a pod.
+func (n *Node) LogPath(ns, pod string) string {
+	return n.ContainerLogPath(ns, pod, "nats")
+}
+
+// ContainerLogPath returns the log file of one container of a pod. Output
+// of every run of the container is appended, with a "localnode:" line at
+// each start and exit.
+func (n *Node) ContainerLogPath(ns, pod, container string) string {
+	return filepath.Join(n.opts.Root, "logs", fmt.Sprintf("%s_%s_%s.log", ns, pod, container))
+}
+
+// ClaimPath returns the directory behind a PersistentVolumeClaim.
+func (n *Node) ClaimPath(ns, claim string) string {
+	return filepath.Join(n.opts.Root, "pvc", ns, claim)
+}
+
+// PIDs returns the pid of every process the node ever started (containers
+// and exec hooks and probes), running or not, so a test can check that none
+// outlives it.
+func (n *Node) PIDs() []int {
+	return n.spawner.allPIDs()
+}
+
+// ContainerPID returns the pid of the running container of a pod, or 0.
+func (n *Node) ContainerPID(ns, pod, container string) int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, w := range n.workers {
+		if w.ns == ns && w.name == pod {
+			if pid := w.containerPID(container); pid != 0 {
+				return pid
+			}
+		}
+	}
+	return 0
+}
+
+// NodeName returns the name of the Node object.
+func (n *Node) NodeName() string { return n.opts.NodeName }
+
+// podChanged binds a pending pod, starts a worker for a pod of this node and
+// tells the worker of any change.
+func (n *Node) podChanged(ctx context.Context, obj any, deleted bool) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	if pod.Spec.NodeName == "" {
+		if pod.DeletionTimestamp == nil && !deleted {
+			n.bind(ctx, pod)
+		}
+		return
+	}
+	if pod.Spec.NodeName != n.opts.NodeName {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	select {
+	case <-n.stopped:
+		return
+	default:
+	}
+	w, ok := n.workers[pod.UID]
+	if !ok {
+		if deleted || isTerminal(pod) || n.finished[pod.UID] {
+			return
+		}
+		w = newPodWorker(n, pod)
+		n.workers[pod.UID] = w
+		n.wg.Add(1)
+		go func() {
+			defer n.wg.Done()
+			w.run(ctx)
+			n.mu.Lock()
+			delete(n.workers, pod.UID)
+			n.finished[pod.UID] = true
+			n.mu.Unlock()
+		}()
+	}
+	w.poke()
+}
+
+// resync tells every worker to look again, for pods whose events were
+// missed and so deleted pods are noticed.
+func (n *Node) resync(ctx context.Context) {
+	t := time.NewTicker(5 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		pods, err := n.pods.List(everything)
+		if err != nil {
+			continue
+		}
+		for _, p := range pods {
+			n.podChanged(ctx, p, false)
+		}
+		n.mu.Lock()
+		for _, w := range n.workers {
+			w.poke()
+		}
+		n.mu.Unlock()
+	}
+}
+
+func isTerminal(pod *corev1.Pod) bool {
+	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+}
