@@ -12,12 +12,13 @@ import (
 	"k8s.io/klog/v2"
 
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
+	"github.com/nats-operator/nats-operator/pkg/render"
 )
 
 // ensureSharedObjects creates or corrects the client Service, the headless
 // Service and the PodDisruptionBudget of a NatsCluster.
 func (c *Controller) ensureSharedObjects(ctx context.Context, nc *clusterv1beta1.NatsCluster) error {
-	shared := sharedObjects(nc)
+	shared := render.SharedObjects(nc)
 	for _, svc := range []*corev1.Service{shared.ClientService, shared.HeadlessService} {
 		if err := c.ensureService(ctx, nc, svc); err != nil {
 			return err
