@@ -1,0 +1,207 @@
+package rollout
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// ConfigFacts are the facts of a server config that decide whether a server on
+// one config and a server on another can run side by side. Two configs with
+// equal facts roll one server at a time whatever else differs.
+type ConfigFacts struct {
+	// Version is the nats-server version, e.g. 2.15.2.
+	Version string
+	// ClusterName is cluster.name.
+	ClusterName string
+	// Operator is the NATS operator's public key (O...); empty without auth.
+	Operator string
+	// SystemAccount is the system account's public key (A...); empty without
+	// auth (the server then uses $SYS).
+	SystemAccount string
+	// Accounts are the public keys of the preloaded accounts other than the
+	// system account (accountTrustRefs), in any order.
+	Accounts []string
+	// JetStream says whether JetStream is enabled.
+	JetStream bool
+	// JetStreamDomain is jetstream.domain.
+	JetStreamDomain string
+	// MaxMemoryStore and MaxFileStore are the JetStream limits in bytes.
+	MaxMemoryStore int64
+	MaxFileStore   int64
+	// ServerTags are the server tags as key:value, in any order.
+	ServerTags []string
+}
+
+// ChangeKind is one kind of difference between a running and a target config.
+type ChangeKind string
+
+// The change kinds, in the order Changes lists them.
+const (
+	ChangeAddAuth         ChangeKind = "AddAuth"
+	ChangeRemoveAuth      ChangeKind = "RemoveAuth"
+	ChangeOperator        ChangeKind = "Operator"
+	ChangeSystemAccount   ChangeKind = "SystemAccount"
+	ChangeClusterName     ChangeKind = "ClusterName"
+	ChangeJetStreamDomain ChangeKind = "JetStreamDomain"
+	ChangeJetStream       ChangeKind = "JetStream"
+	ChangeVersion         ChangeKind = "Version"
+	ChangeJetStreamLimits ChangeKind = "JetStreamLimits"
+	ChangeServerTags      ChangeKind = "ServerTags"
+	ChangeAccounts        ChangeKind = "Accounts"
+)
+
+// Effect is what a kind of change does to a cluster rolled one server at a
+// time.
+type Effect struct {
+	// Splits: a server on the old config and one on the new config cannot
+	// work together (no routes, or no JetStream meta group with one leader and
+	// every member current), so the change cannot roll one server at a time.
+	Splits bool
+	// ResetsJetStream: once every server runs the new config, JetStream
+	// starts empty; streams from before stay on the volumes, unreachable.
+	ResetsJetStream bool
+	// What names the change in messages, e.g. "adding auth".
+	What string
+	// Why says, for a split, what the servers on either side fail to do.
+	Why string
+}
+
+// effects is the classification of every change kind. It is not guessed: the
+// route-compatibility matrix in matrix_test.go starts real nats-server
+// processes on the old and the new config side by side and asserts that this
+// table equals what they did.
+var effects = map[ChangeKind]Effect{
+	ChangeAddAuth:         {Splits: true, ResetsJetStream: true, What: "adding auth"},
+	ChangeRemoveAuth:      {Splits: true, ResetsJetStream: true, What: "removing auth"},
+	ChangeOperator:        {Splits: true, ResetsJetStream: true, What: "another NATS operator"},
+	ChangeSystemAccount:   {Splits: true, ResetsJetStream: true, What: "another system account"},
+	ChangeClusterName:     {Splits: true, ResetsJetStream: false, What: "another cluster name"},
+	ChangeJetStreamDomain: {Splits: true, ResetsJetStream: false, What: "another JetStream domain"},
+	ChangeJetStream:       {Splits: false, ResetsJetStream: false, What: "turning JetStream on or off"},
+	ChangeVersion:         {Splits: false, ResetsJetStream: false, What: "another nats-server version"},
+	ChangeJetStreamLimits: {Splits: false, ResetsJetStream: false, What: "other JetStream limits"},
+	ChangeServerTags:      {Splits: false, ResetsJetStream: false, What: "other server tags"},
+	ChangeAccounts:        {Splits: false, ResetsJetStream: false, What: "other preloaded accounts"},
+}
+
+// changeOrder is the order Changes lists kinds in: auth first, so the hold
+// reason and message name the most consequential change.
+var changeOrder = []ChangeKind{
+	ChangeAddAuth, ChangeRemoveAuth, ChangeOperator, ChangeSystemAccount,
+	ChangeClusterName, ChangeJetStreamDomain, ChangeJetStream, ChangeVersion,
+	ChangeJetStreamLimits, ChangeServerTags, ChangeAccounts,
+}
+
+// ChangeKinds returns every change kind in the order Changes lists them.
+func ChangeKinds() []ChangeKind { return slices.Clone(changeOrder) }
+
+// EffectOf returns the effect of a kind of change.
+func EffectOf(k ChangeKind) Effect { return effects[k] }
+
+// Change is one difference between a running and the target config.
+type Change struct {
+	Kind ChangeKind
+	From string
+	To   string
+}
+
+// String renders a change for messages, e.g. "another cluster name (demo -> other)".
+func (c Change) String() string {
+	what := effects[c.Kind].What
+	if c.From == "" && c.To == "" {
+		return what
+	}
+	return fmt.Sprintf("%s (%s -> %s)", what, orNone(c.From), orNone(c.To))
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+// Classify lists what differs between a running config and the target, in the
+// order of ChangeKinds.
+func Classify(running, target ConfigFacts) []Change {
+	var out []Change
+	add := func(k ChangeKind, from, to string) { out = append(out, Change{Kind: k, From: from, To: to}) }
+	switch {
+	case running.Operator == "" && target.Operator != "":
+		add(ChangeAddAuth, "", "")
+	case running.Operator != "" && target.Operator == "":
+		add(ChangeRemoveAuth, "", "")
+	case running.Operator != target.Operator:
+		add(ChangeOperator, short(running.Operator), short(target.Operator))
+	case running.SystemAccount != target.SystemAccount:
+		add(ChangeSystemAccount, short(running.SystemAccount), short(target.SystemAccount))
+	}
+	if running.ClusterName != target.ClusterName {
+		add(ChangeClusterName, running.ClusterName, target.ClusterName)
+	}
+	if running.JetStream && target.JetStream && running.JetStreamDomain != target.JetStreamDomain {
+		add(ChangeJetStreamDomain, running.JetStreamDomain, target.JetStreamDomain)
+	}
+	if running.JetStream != target.JetStream {
+		add(ChangeJetStream, onOff(running.JetStream), onOff(target.JetStream))
+	}
+	if running.Version != target.Version {
+		add(ChangeVersion, running.Version, target.Version)
+	}
+	if running.JetStream && target.JetStream &&
+		(running.MaxMemoryStore != target.MaxMemoryStore || running.MaxFileStore != target.MaxFileStore) {
+		add(ChangeJetStreamLimits, "", "")
+	}
+	if !sameSet(running.ServerTags, target.ServerTags) {
+		add(ChangeServerTags, strings.Join(sortedCopy(running.ServerTags), ","), strings.Join(sortedCopy(target.ServerTags), ","))
+	}
+	if running.Operator != "" && target.Operator != "" && !sameSet(running.Accounts, target.Accounts) {
+		add(ChangeAccounts, "", "")
+	}
+	return out
+}
+
+// short abbreviates an nkey for messages: the first 8 characters and "...".
+func short(key string) string {
+	if len(key) <= 12 {
+		return key
+	}
+	return key[:8] + "..."
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}
+
+func sortedCopy(s []string) []string {
+	c := slices.Clone(s)
+	slices.Sort(c)
+	return slices.Compact(c)
+}
+
+func sameSet(a, b []string) bool { return slices.Equal(sortedCopy(a), sortedCopy(b)) }
+
+// mergeChanges unions the changes of every server, one per kind, in the order
+// of ChangeKinds; for a kind seen with different From values the first
+// server's (in the order given) is kept.
+func mergeChanges(lists ...[]Change) []Change {
+	byKind := map[ChangeKind]Change{}
+	for _, l := range lists {
+		for _, c := range l {
+			if _, ok := byKind[c.Kind]; !ok {
+				byKind[c.Kind] = c
+			}
+		}
+	}
+	var out []Change
+	for _, k := range changeOrder {
+		if c, ok := byKind[k]; ok {
+			out = append(out, c)
+		}
+	}
+	return out
+}

@@ -1,0 +1,178 @@
+package rollout
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
+)
+
+// stepMessage: "restarting demo-1 (2 of 3)", and how a forced step got past
+// the gate or the pause.
+func stepMessage(server string, k, n int, forced bool, gate gateResult, paused bool) string {
+	msg := fmt.Sprintf("restarting %s (%d of %d)", server, k, n)
+	if forced {
+		msg += ", forced by " + clusterv1beta1.AnnotationForceStep
+		switch {
+		case !gate.open():
+			msg += " through the closed gate (waiting for " + gate.waitingFor + ")"
+		case paused:
+			msg += " through the pause"
+		}
+	}
+	return msg
+}
+
+// waitingMessage: "restarting demo-1 (2 of 3); waiting for Settled" while a
+// stepped server is current, "before restarting demo-2 (1 of 3); waiting for
+// Settled" before a step, "restarted 3 of 3 servers; waiting for Settled"
+// after the last; with the wait and the detail once the gate is blocked:
+// "before restarting demo-2 (1 of 3); waiting for Settled for 12m: <detail>".
+func waitingMessage(cur, next string, k, n, stepped int, waitingFor string, blocked bool, waited time.Duration, detail string) string {
+	var msg string
+	switch {
+	case cur != "":
+		msg = fmt.Sprintf("restarting %s (%d of %d)", cur, k, n)
+	case next != "":
+		msg = fmt.Sprintf("before restarting %s (%d of %d)", next, k, n)
+	default:
+		msg = fmt.Sprintf("restarted %d of %d servers", stepped, n)
+	}
+	msg += "; waiting for " + waitingFor
+	if blocked {
+		msg += " for " + formatWait(waited) + ": " + detail
+	}
+	return msg
+}
+
+// formatWait renders a wait in whole minutes: 12m, 1h5m.
+func formatWait(d time.Duration) string {
+	m := int(d / time.Minute)
+	if m < 60 {
+		return fmt.Sprintf("%dm", m)
+	}
+	return fmt.Sprintf("%dh%dm", m/60, m%60)
+}
+
+func pausedMessage(k, n int, next string) string {
+	return fmt.Sprintf("rollout paused before restarting %s (%d of %d)", next, k, n)
+}
+
+func creatingMessage(in *Input, n int, gate gateResult) string {
+	msg := fmt.Sprintf("creating %d %s at revision %s", n, plural(n, "server", "servers"), in.TargetRevision)
+	if !gate.open() {
+		msg += "; waiting for " + gate.waitingFor
+	}
+	return msg
+}
+
+func upToDateMessage(in *Input, n int) string {
+	return fmt.Sprintf("%d %s at revision %s", n, plural(n, "server runs", "servers run"), in.TargetRevision)
+}
+
+// splitWhy says why servers on either side of a split change cannot run side
+// by side; the auth case is the text of API.md.
+func splitWhy(changes []Change) string {
+	for _, c := range changes {
+		if c.Kind == ChangeAddAuth || c.Kind == ChangeRemoveAuth {
+			return "a server with auth and one without cannot route to each other"
+		}
+	}
+	for _, c := range changes {
+		if e := effects[c.Kind]; e.Splits && e.Why != "" {
+			return e.Why
+		}
+	}
+	return "a server on the running config and one on the target config cannot work together"
+}
+
+// heldMessage is the message of a held transition, e.g. "adding auth cannot
+// roll out one server at a time: a server with auth and one without cannot
+// route to each other; annotate the NatsCluster
+// cluster.nats-operator.io/restart-all to restart demo-2, demo-1, demo-0
+// together, or recreate it", and, when streams would be left behind, what to
+// back up and the value that accepts it.
+func heldMessage(changes []Change, split bool, servers []string, leavesStreams, streamsKnown bool, streams []StreamRef, restartAllSet bool) string {
+	var b strings.Builder
+	var what []string
+	for _, c := range changes {
+		if e := effects[c.Kind]; e.Splits || (!split && e.ResetsJetStream) {
+			what = append(what, c.String())
+		}
+	}
+	if split {
+		fmt.Fprintf(&b, "%s cannot roll out one server at a time: %s; annotate the NatsCluster %s to restart %s together, or recreate it",
+			strings.Join(what, " and "), splitWhy(changes), clusterv1beta1.AnnotationRestartAll, strings.Join(servers, ", "))
+	} else {
+		fmt.Fprintf(&b, "%s would leave JetStream empty", strings.Join(what, " and "))
+	}
+	if leavesStreams {
+		if streamsKnown {
+			fmt.Fprintf(&b, "; JetStream will start empty because the system account changes; %d %s would be left behind (%s)",
+				len(streams), plural(len(streams), "stream", "streams"), describeStreams(streams))
+		} else {
+			b.WriteString("; JetStream will start empty because the system account changes, and the streams it holds are unknown (the NATS cluster is not observed)")
+		}
+		fmt.Fprintf(&b, ": back them up, then annotate %s=%s", clusterv1beta1.AnnotationRestartAll, clusterv1beta1.RestartAllResetJetStream)
+		if restartAllSet {
+			fmt.Fprintf(&b, " (%s without %s is not acted on)", clusterv1beta1.AnnotationRestartAll, clusterv1beta1.RestartAllResetJetStream)
+		}
+	}
+	return b.String()
+}
+
+// restartAllMessage: "restarting demo-2, demo-1, demo-0 together", and the
+// streams a JetStream reset leaves behind.
+func restartAllMessage(servers []string, step *Step) string {
+	msg := fmt.Sprintf("restarting %s together", strings.Join(servers, ", "))
+	if step.ResetJetStream {
+		if len(step.StreamsLeftBehind) == 0 {
+			msg += "; JetStream starts empty because the system account changes"
+		} else {
+			msg += fmt.Sprintf("; JetStream starts empty because the system account changes: %d %s left behind on the volumes (%s)",
+				len(step.StreamsLeftBehind), plural(len(step.StreamsLeftBehind), "stream", "streams"), describeStreams(step.StreamsLeftBehind))
+		}
+	}
+	return msg
+}
+
+// describeStreams names up to MaxNamedStreams streams grouped by account:
+// "ORDERS, EVENTS in the global account; X in account ABCDEFGH...", then
+// "and N more".
+func describeStreams(streams []StreamRef) string {
+	shown := streams
+	if len(shown) > MaxNamedStreams {
+		shown = shown[:MaxNamedStreams]
+	}
+	var groups []string
+	for i := 0; i < len(shown); {
+		j := i
+		var ns []string
+		for j < len(shown) && shown[j].Account == shown[i].Account {
+			ns = append(ns, shown[j].Name)
+			j++
+		}
+		groups = append(groups, strings.Join(ns, ", ")+" in "+describeAccount(shown[i].Account))
+		i = j
+	}
+	s := strings.Join(groups, "; ")
+	if more := len(streams) - len(shown); more > 0 {
+		s += fmt.Sprintf(", and %d more", more)
+	}
+	return s
+}
+
+func describeAccount(a string) string {
+	if a == GlobalAccount || a == "" {
+		return "the global account"
+	}
+	return "account " + a
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

@@ -1,0 +1,467 @@
+package rollout
+
+// The planner's states. Every sync starts at the top with what the cluster
+// shows (StatefulSet template revisions, pods, what each server reports, the
+// observed Snapshot) and status.rollout as last written; nothing else is
+// remembered between syncs.
+//
+//	                     +-------------------------------+
+//	                     | which servers need a step?    |
+//	                     | (template revision != target) |
+//	                     +-------------------------------+
+//	                      none |                 | some
+//	         +-----------------+                 v
+//	         v                       +-----------------------+   yes   +----------------------------+
+//	 +----------------+              | split, or JetStream   |-------->| restart-all (=reset-       |
+//	 | converged to   |              | reset with streams?   |         | jetstream when streams     |
+//	 | the target?    |              +-----------------------+         | would be left behind)?     |
+//	 +----------------+                    no |                        +----------------------------+
+//	  |yes   |never   |no                     v                           yes |            | no
+//	  v      v        v               +---------------+                     v            v
+//	UpToDate Creating waiting         | restart-all?  |--yes--> Step RestartAll     Hold AuthChangeBlocked
+//	(False)  (True)   for the gate    +---------------+         (all servers,      or UnsupportedChange
+//	                  after the last       no |                  together)          (False; pending lists
+//	                  step (True           v                                        every server; no step)
+//	                  RollingRestart  +---------------+
+//	                  or GateBlocked; | force-step    |--yes--> Step RestartOne (forced)
+//	                  UpToDate once   | names a       |
+//	                  the gate opens  | pending one?  |
+//	                  and every       +---------------+
+//	                  server reports       no |
+//	                  the target)             v
+//	                                  +---------------+
+//	                                  | paused?       |--yes--> Hold RolloutPaused (True)
+//	                                  +---------------+
+//	                                       no |
+//	                                          v
+//	                                  +---------------+  closed
+//	                                  | gate: Observed,|-------> Hold RollingRestart (True), after
+//	                                  | Settled, Meta- |         GateBlockedAfter GateBlocked; waitingFor
+//	                                  | Membership,    |         the first closed check, since carried
+//	                                  | PodsReady,     |         over while it stays the same check;
+//	                                  | TargetRevision |         current stays put
+//	                                  +---------------+
+//	                                     open |
+//	                                          v
+//	                                  Step RestartOne: the next pending server, highest
+//	                                  ordinal first, the JetStream meta leader last (True
+//	                                  RollingRestart; it becomes current)
+//
+// No timeout ever opens the gate. Only the annotations, which the controller
+// clears once acted on (ClearAnnotations), push a step past it.
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
+)
+
+// Plan decides the next step of a NatsCluster's rollout, or why there is none.
+// It is pure: the same Input always gives the same Decision.
+func Plan(in Input) Decision {
+	p := newPlanner(&in)
+	if len(p.need) == 0 {
+		return p.noStepNeeded()
+	}
+	if d, ok := p.heldTransition(); ok {
+		return d
+	}
+	if d, ok := p.restartAll(); ok {
+		return d
+	}
+	if d, ok := p.forceStep(); ok {
+		return d
+	}
+	return p.rollOne()
+}
+
+// planner holds what every state derives from the Input.
+type planner struct {
+	in *Input
+	// servers sorted by ordinal (then name), duplicates dropped.
+	servers []ServerState
+	// need are the servers whose template is not the target, in step order.
+	need []ServerState
+	// stepped are the servers whose template is the target, highest ordinal first.
+	stepped []ServerState
+	// changes between the running configs of need and the target.
+	changes []Change
+	// clear collects one-shot annotations to remove.
+	clear []string
+}
+
+func newPlanner(in *Input) *planner {
+	p := &planner{in: in}
+	seen := map[string]bool{}
+	sorted := slices.Clone(in.Servers)
+	slices.SortStableFunc(sorted, func(a, b ServerState) int {
+		return cmp.Or(cmp.Compare(a.Ordinal, b.Ordinal), cmp.Compare(a.Name, b.Name))
+	})
+	for _, s := range sorted {
+		if seen[s.Name] {
+			continue
+		}
+		seen[s.Name] = true
+		p.servers = append(p.servers, s)
+	}
+	var lists [][]Change
+	for _, s := range p.servers {
+		switch s.TemplateRevision {
+		case "":
+			// Not created yet: the controller creates it at the target.
+		case in.TargetRevision:
+			p.stepped = append(p.stepped, s)
+		default:
+			p.need = append(p.need, s)
+			lists = append(lists, Classify(s.Running, in.Target))
+		}
+	}
+	p.need = stepOrder(p.need, p.metaLeader())
+	slices.Reverse(p.stepped)
+	p.changes = mergeChanges(lists...)
+	return p
+}
+
+// metaLeader is the observed JetStream meta leader, if any.
+func (p *planner) metaLeader() string {
+	if !p.in.Observation.Observed {
+		return ""
+	}
+	return p.in.Observation.MetaLeader
+}
+
+// stepOrder orders servers highest ordinal first, the meta leader last.
+func stepOrder(servers []ServerState, leader string) []ServerState {
+	out := slices.Clone(servers)
+	slices.SortStableFunc(out, func(a, b ServerState) int {
+		al, bl := a.Name == leader && leader != "", b.Name == leader && leader != ""
+		if al != bl {
+			if al {
+				return 1
+			}
+			return -1
+		}
+		return cmp.Or(cmp.Compare(b.Ordinal, a.Ordinal), cmp.Compare(a.Name, b.Name))
+	})
+	return out
+}
+
+// allServersInOrder is every server in step order.
+func (p *planner) allServersInOrder() []string {
+	return names(stepOrder(p.servers, p.metaLeader()))
+}
+
+// annotation returns a one-shot annotation and whether it is set.
+func (p *planner) annotation(key string) (string, bool) {
+	v, ok := p.in.Annotations[key]
+	return strings.TrimSpace(v), ok
+}
+
+// noStepNeeded: every existing server's template is the target. The cluster is
+// up to date, being created, or waiting for the gate after the last step.
+func (p *planner) noStepNeeded() Decision {
+	for _, key := range []string{clusterv1beta1.AnnotationForceStep, clusterv1beta1.AnnotationRestartAll} {
+		if _, ok := p.annotation(key); ok {
+			p.clear = append(p.clear, key) // nothing left to act on
+		}
+	}
+	in := p.in
+	if in.ConvergedRevision == in.TargetRevision && in.TargetRevision != "" {
+		return p.upToDate()
+	}
+	gate := evaluateGate(in, p.servers)
+	if gate.open() && p.everyServerOnTarget() {
+		return p.upToDate()
+	}
+	if in.ConvergedRevision == "" {
+		return p.decision(Decision{
+			Progressing: condition(metav1.ConditionTrue, clusterv1beta1.ReasonCreating, creatingMessage(in, len(p.servers), gate)),
+		})
+	}
+	return p.waitForGate(gate, "")
+}
+
+// everyServerOnTarget: every server exists at the target and reports it.
+func (p *planner) everyServerOnTarget() bool {
+	for _, s := range p.servers {
+		if s.TemplateRevision != p.in.TargetRevision || !s.PodReady || !s.Answered || s.ReportedRevision != p.in.TargetRevision {
+			return false
+		}
+	}
+	return true
+}
+
+func (p *planner) upToDate() Decision {
+	return p.decision(Decision{
+		Progressing: condition(metav1.ConditionFalse, clusterv1beta1.ReasonUpToDate, upToDateMessage(p.in, len(p.servers))),
+	})
+}
+
+// heldTransition holds a change that cannot roll one server at a time (a
+// split), or one that would leave streams behind, unless restart-all (with
+// reset-jetstream when streams would be left behind) releases it.
+func (p *planner) heldTransition() (Decision, bool) {
+	split, reset := false, false
+	for _, c := range p.changes {
+		e := effects[c.Kind]
+		split = split || e.Splits
+		reset = reset || e.ResetsJetStream
+	}
+	reset = reset && p.runsJetStream()
+	streamsKnown := p.in.Observation.Observed
+	leavesStreams := reset && (!streamsKnown || len(p.in.Observation.Streams) > 0)
+	if !split && !leavesStreams {
+		return Decision{}, false
+	}
+	streams := sortedStreams(p.in.Observation.Streams)
+	value, restartAll := p.annotation(clusterv1beta1.AnnotationRestartAll)
+	if restartAll && (!leavesStreams || value == clusterv1beta1.RestartAllResetJetStream) {
+		return p.restartAllStep(reset, streams), true
+	}
+	reason := clusterv1beta1.ReasonUnsupportedChange
+	for _, c := range p.changes {
+		if c.Kind == ChangeAddAuth || c.Kind == ChangeRemoveAuth {
+			reason = clusterv1beta1.ReasonAuthChangeBlocked
+		}
+	}
+	waitingFor := clusterv1beta1.AnnotationRestartAll
+	if leavesStreams {
+		waitingFor += "=" + clusterv1beta1.RestartAllResetJetStream
+	}
+	msg := heldMessage(p.changes, split, p.allServersInOrder(), leavesStreams, streamsKnown, streams, restartAll)
+	return p.decision(Decision{
+		Hold: &Hold{Reason: reason, Message: msg, WaitingFor: waitingFor},
+		Rollout: &clusterv1beta1.RolloutStatus{
+			TargetRevision: p.in.TargetRevision,
+			Pending:        p.allServersInOrder(),
+		},
+		Progressing: condition(metav1.ConditionFalse, reason, msg),
+	}), true
+}
+
+// runsJetStream: some server to step runs JetStream, so it may hold state.
+func (p *planner) runsJetStream() bool {
+	for _, s := range p.need {
+		if s.Running.JetStream {
+			return true
+		}
+	}
+	return false
+}
+
+// restartAll acts on restart-all for a change that rolls anyway: the user
+// chose the outage over a rolling restart.
+func (p *planner) restartAll() (Decision, bool) {
+	if _, ok := p.annotation(clusterv1beta1.AnnotationRestartAll); !ok {
+		return Decision{}, false
+	}
+	reset := false
+	for _, c := range p.changes {
+		reset = reset || effects[c.Kind].ResetsJetStream
+	}
+	reset = reset && p.runsJetStream()
+	var streams []StreamRef
+	if reset {
+		streams = sortedStreams(p.in.Observation.Streams)
+	}
+	return p.restartAllStep(reset, streams), true
+}
+
+func (p *planner) restartAllStep(reset bool, streams []StreamRef) Decision {
+	all := p.allServersInOrder()
+	step := &Step{Kind: RestartAll, Servers: all, ResetJetStream: reset}
+	if reset {
+		step.StreamsLeftBehind = streams
+	}
+	p.clear = append(p.clear, clusterv1beta1.AnnotationRestartAll)
+	if _, ok := p.annotation(clusterv1beta1.AnnotationForceStep); ok {
+		p.clear = append(p.clear, clusterv1beta1.AnnotationForceStep)
+	}
+	updated := names(stepOrder(p.servers, ""))
+	return p.decision(Decision{
+		Step: step,
+		Rollout: &clusterv1beta1.RolloutStatus{
+			TargetRevision: p.in.TargetRevision,
+			Updated:        updated,
+		},
+		Progressing: condition(metav1.ConditionTrue, clusterv1beta1.ReasonRollingRestart, restartAllMessage(all, step)),
+	})
+}
+
+// forceStep steps the server force-step names through a closed gate or a
+// pause. An annotation naming a server with no step left is cleared.
+func (p *planner) forceStep() (Decision, bool) {
+	name, ok := p.annotation(clusterv1beta1.AnnotationForceStep)
+	if !ok {
+		return Decision{}, false
+	}
+	p.clear = append(p.clear, clusterv1beta1.AnnotationForceStep)
+	i := slices.IndexFunc(p.need, func(s ServerState) bool { return s.Name == name })
+	if i < 0 {
+		return Decision{}, false
+	}
+	gate := evaluateGate(p.in, p.servers)
+	target := p.need[i]
+	rest := slices.Delete(slices.Clone(p.need), i, i+1)
+	return p.stepOne(target, rest, gate, true), true
+}
+
+// rollOne takes the next step if the gate is open and the rollout not paused.
+func (p *planner) rollOne() Decision {
+	gate := evaluateGate(p.in, p.servers)
+	if p.in.Paused {
+		cur := p.current(gate)
+		msg := pausedMessage(len(p.stepped)+1, len(p.servers), p.need[0].Name)
+		return p.decision(Decision{
+			Hold:        &Hold{Reason: clusterv1beta1.ReasonRolloutPaused, Message: msg},
+			Rollout:     p.rolloutStatus(cur, gate),
+			Progressing: condition(metav1.ConditionTrue, clusterv1beta1.ReasonRolloutPaused, msg),
+		})
+	}
+	if !gate.open() {
+		return p.waitForGate(gate, p.need[0].Name)
+	}
+	return p.stepOne(p.need[0], p.need[1:], gate, false)
+}
+
+func (p *planner) stepOne(target ServerState, rest []ServerState, gate gateResult, forced bool) Decision {
+	k := len(p.stepped) + 1
+	msg := stepMessage(target.Name, k, len(p.servers), forced, gate, p.in.Paused)
+	return p.decision(Decision{
+		Step: &Step{Kind: RestartOne, Servers: []string{target.Name}, Forced: forced},
+		Rollout: &clusterv1beta1.RolloutStatus{
+			TargetRevision: p.in.TargetRevision,
+			Updated:        names(p.stepped),
+			Current:        target.Name,
+			Pending:        names(rest),
+		},
+		Progressing: condition(metav1.ConditionTrue, clusterv1beta1.ReasonRollingRestart, msg),
+	})
+}
+
+// waitForGate holds while the gate is closed (or, after the last step, until
+// every server reports the target). next is the server the gate is before,
+// empty after the last step.
+func (p *planner) waitForGate(gate gateResult, next string) Decision {
+	cur := p.current(gate)
+	st := p.rolloutStatus(cur, gate)
+	waitingFor, detail := gate.waitingFor, gate.detail
+	if gate.open() {
+		// Only reachable after the last step: the gate is open but some
+		// server does not yet run the target (e.g. a pod being created).
+		waitingFor, detail = clusterv1beta1.GatePodsReady, "not every server runs the target revision"
+	}
+	var since time.Time
+	if st.Gate != nil && st.Gate.Since != nil {
+		since = st.Gate.Since.Time
+	}
+	waited := p.in.Now.Sub(since)
+	reason := clusterv1beta1.ReasonRollingRestart
+	if waited >= GateBlockedAfter {
+		reason = clusterv1beta1.ReasonGateBlocked
+	}
+	msg := waitingMessage(cur, next, p.position(cur), len(p.servers), len(p.stepped), waitingFor, reason == clusterv1beta1.ReasonGateBlocked, waited, detail)
+	return p.decision(Decision{
+		Hold:        &Hold{Reason: reason, Message: msg, WaitingFor: waitingFor},
+		Rollout:     st,
+		Progressing: condition(metav1.ConditionTrue, reason, msg),
+	})
+}
+
+// current is the server being stepped: it stays put while its gate is closed
+// so status does not flap. It is status.rollout.current as last written while
+// that server is at the target; otherwise the one stepped server that does
+// not yet run the target, if exactly one (a controller that lost its status
+// mid-step finds it again).
+func (p *planner) current(gate gateResult) string {
+	prev := p.in.Previous
+	if prev != nil && prev.TargetRevision == p.in.TargetRevision && prev.Current != "" {
+		if slices.ContainsFunc(p.stepped, func(s ServerState) bool { return s.Name == prev.Current }) {
+			return prev.Current
+		}
+	}
+	var unconfirmed []string
+	for _, s := range p.stepped {
+		if !s.PodReady || !s.Answered || s.ReportedRevision != p.in.TargetRevision {
+			unconfirmed = append(unconfirmed, s.Name)
+		}
+	}
+	if len(unconfirmed) == 1 {
+		return unconfirmed[0]
+	}
+	return ""
+}
+
+// position is the 1-based place of a step among all servers: with a current
+// server, its own place; before a step, the place of the next server.
+func (p *planner) position(cur string) int {
+	if cur != "" {
+		return len(p.stepped)
+	}
+	return len(p.stepped) + 1
+}
+
+// rolloutStatus is status.rollout while waiting; the gate's since is carried
+// over from the previous status while the same check stays closed.
+func (p *planner) rolloutStatus(cur string, gate gateResult) *clusterv1beta1.RolloutStatus {
+	st := &clusterv1beta1.RolloutStatus{
+		TargetRevision: p.in.TargetRevision,
+		Current:        cur,
+		Pending:        names(p.need),
+	}
+	for _, s := range p.stepped {
+		if s.Name != cur {
+			st.Updated = append(st.Updated, s.Name)
+		}
+	}
+	waitingFor := gate.waitingFor
+	if waitingFor == "" && len(p.need) == 0 {
+		waitingFor = clusterv1beta1.GatePodsReady
+	}
+	if waitingFor != "" {
+		since := p.in.Now.Rfc3339Copy()
+		if prev := p.in.Previous; prev != nil && prev.TargetRevision == p.in.TargetRevision &&
+			prev.Gate != nil && prev.Gate.WaitingFor == waitingFor && prev.Gate.Since != nil && !prev.Gate.Since.After(p.in.Now.Time) {
+			since = *prev.Gate.Since.DeepCopy()
+		}
+		st.Gate = &clusterv1beta1.Gate{WaitingFor: waitingFor, Since: &since}
+	}
+	return st
+}
+
+// decision finishes a Decision with the changes and annotations to clear.
+func (p *planner) decision(d Decision) Decision {
+	d.Changes = p.changes
+	if len(p.clear) > 0 {
+		d.ClearAnnotations = sortedCopy(p.clear)
+	}
+	return d
+}
+
+func condition(status metav1.ConditionStatus, reason, message string) metav1.Condition {
+	return metav1.Condition{Type: clusterv1beta1.ConditionProgressing, Status: status, Reason: reason, Message: message}
+}
+
+func names(servers []ServerState) []string {
+	if len(servers) == 0 {
+		return nil
+	}
+	out := make([]string, len(servers))
+	for i, s := range servers {
+		out[i] = s.Name
+	}
+	return out
+}
+
+func sortedStreams(streams []StreamRef) []StreamRef {
+	out := slices.Clone(streams)
+	slices.SortFunc(out, func(a, b StreamRef) int {
+		return cmp.Or(cmp.Compare(a.Account, b.Account), cmp.Compare(a.Name, b.Name))
+	})
+	return slices.Compact(out)
+}
