@@ -32,6 +32,7 @@ import (
 	trustinformers "github.com/nats-operator/nats-operator/pkg/generated/informers/externalversions/trust/v1beta1"
 	clusterlisters "github.com/nats-operator/nats-operator/pkg/generated/listers/cluster/v1beta1"
 	trustlisters "github.com/nats-operator/nats-operator/pkg/generated/listers/trust/v1beta1"
+	"github.com/nats-operator/nats-operator/pkg/observe"
 )
 
 // QueueName names the workqueue; its metrics carry name="natscluster".
@@ -81,6 +82,8 @@ type Controller struct {
 	recorder record.EventRecorder
 	// metrics counts writes and steps.
 	metrics *Metrics
+	// observer asks the NATS servers; it keeps connections per cluster.
+	observer *observe.Observer
 
 	// cachesSynced is set once every informer has synced (for /readyz).
 	cachesSynced sync.Once
@@ -124,6 +127,7 @@ func New(ctx context.Context, kubeClient kubernetes.Interface, natsClient versio
 		),
 		recorder: recorder,
 		metrics:  metrics,
+		observer: observe.New(observe.Options{Name: "nats-operator"}),
 		ready:    make(chan struct{}),
 	}
 
@@ -185,6 +189,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	logger.Info("Shutting down workers, draining the queue")
 	c.queue.ShutDownWithDrain()
 	wg.Wait()
+	c.observer.Close()
 	logger.Info("Workers stopped")
 	return nil
 }

@@ -15,14 +15,21 @@ import (
 	"k8s.io/klog/v2"
 
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
+	"github.com/nats-operator/nats-operator/pkg/render"
+	"github.com/nats-operator/nats-operator/pkg/rollout"
 )
 
 var everything = labels.Everything()
 
-// collisionRequeue is how often a cluster blocked by an object it does not
-// control is looked at again: such objects are outside the label-filtered
-// caches, so no event announces their removal.
-const collisionRequeue = 30 * time.Second
+// Cadence of syncs that nothing else triggers.
+const (
+	// inFlightRequeue: while a rollout moves or waits on its gate, observe
+	// about every second, so a gate that opens is acted on within a second.
+	inFlightRequeue = time.Second
+	// idleRequeue: settled and up to date (or held until the user acts),
+	// observe every 30 s; nothing is written when nothing changed.
+	idleRequeue = 30 * time.Second
+)
 
 // notControlledError reports an object in the way that the controller does
 // not control. It becomes Progressing=False ReconcileFailed, not a retry.
@@ -31,12 +38,13 @@ type notControlledError struct {
 }
 
 func (e *notControlledError) Error() string {
-	return fmt.Sprintf("%s %s/%s exists and is not controlled by this NatsCluster; rename or delete it, the controller will not overwrite it",
+	return fmt.Sprintf("%s %s/%s exists and is not controlled by this NatsCluster: rename or delete it; the controller will not overwrite it",
 		e.kind, e.namespace, e.name)
 }
 
-// sync reconciles one NatsCluster. It returns how long to wait before the
-// next look when nothing else will trigger one.
+// sync reconciles one NatsCluster: gather, render, create what is missing,
+// observe, plan, take at most one step, write status. It returns when to
+// look again.
 func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Duration, error) {
 	logger := klog.FromContext(ctx)
 	start := time.Now()
@@ -45,11 +53,14 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	nc, err := c.clusters.NatsClusters(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
 		logger.V(4).Info("NatsCluster is gone; owned objects are left to the garbage collector")
+		c.observer.Forget(key.String())
+		c.metrics.GateWaiting.DeletePartialMatch(map[string]string{"namespace": key.Namespace, "name": key.Name})
 		return 0, nil
 	}
 	if err != nil {
 		return 0, err
 	}
+	now := metav1.Now()
 
 	status := nc.Status.DeepCopy()
 	status.ObservedGeneration = nc.Generation
@@ -58,24 +69,117 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		Client:  fmt.Sprintf("nats://%s.%s.svc:4222", nc.Name, nc.Namespace),
 		Monitor: fmt.Sprintf("http://%s-headless.%s.svc:8222", nc.Name, nc.Namespace),
 	}
+	oldProgressing := meta.FindStatusCondition(nc.Status.Conditions, clusterv1beta1.ConditionProgressing)
 
-	var requeue time.Duration
-	err = c.ensureSharedObjects(ctx, nc)
+	// hold sets Progressing=False with a reason the user must act on; the
+	// cluster is still observed so Ready and Settled stay true to life.
+	hold := func(reason, message string) {
+		c.setCondition(status, nc, clusterv1beta1.ConditionProgressing, metav1.ConditionFalse, reason, message)
+	}
+
+	st, gatherErr := c.gather(nc)
+	var out *render.Output
+	var refErr *referenceError
 	var nce *notControlledError
 	switch {
-	case errors.As(err, &nce):
-		c.setCondition(status, nc, clusterv1beta1.ConditionProgressing, metav1.ConditionFalse,
-			clusterv1beta1.ReasonReconcileFailed, nce.Error())
-		requeue = collisionRequeue
-	case err != nil:
-		return 0, err
+	case errors.As(gatherErr, &refErr):
+		hold(refErr.reason, refErr.message)
+	case errors.As(gatherErr, &nce):
+		hold(clusterv1beta1.ReasonReconcileFailed, nce.Error())
+	case gatherErr != nil:
+		return 0, gatherErr
 	default:
-		if cond := meta.FindStatusCondition(status.Conditions, clusterv1beta1.ConditionProgressing); cond == nil || cond.Reason == clusterv1beta1.ReasonReconcileFailed {
-			c.setCondition(status, nc, clusterv1beta1.ConditionProgressing, metav1.ConditionTrue,
-				clusterv1beta1.ReasonCreating, fmt.Sprintf("creating %d servers", nc.Spec.Replicas))
+		out, err = render.Render(render.Input{Cluster: nc, Trust: st.trust})
+		var te *render.TrustError
+		switch {
+		case errors.As(err, &te):
+			hold(te.Reason, te.Message+"; no server was changed")
+			out = nil
+		case err != nil:
+			hold(clusterv1beta1.ReasonUnsupportedChange, err.Error())
+			out = nil
 		}
 	}
+
+	if err := c.ensureSharedObjects(ctx, nc); err != nil {
+		if !errors.As(err, &nce) {
+			return 0, err
+		}
+		hold(clusterv1beta1.ReasonReconcileFailed, nce.Error())
+		out = nil
+	}
+	if out != nil {
+		if _, err := c.createMissingServers(ctx, st, out); err != nil {
+			if !errors.As(err, &nce) {
+				return 0, err
+			}
+			hold(clusterv1beta1.ReasonReconcileFailed, nce.Error())
+			out = nil
+		}
+	}
+
+	snap := c.observer.Observe(ctx, c.observeTarget(st))
+	c.observedStatus(status, st, snap)
+
+	requeue := idleRequeue
+	if out != nil {
+		decision := rollout.Plan(c.planInput(st, out, snap, now))
+		if decision.Step != nil {
+			if err := c.executeStep(ctx, st, out, decision.Step); err != nil {
+				return 0, err
+			}
+		}
+		if len(decision.ClearAnnotations) > 0 {
+			if err := c.clearAnnotations(ctx, nc, decision.ClearAnnotations); err != nil {
+				return 0, err
+			}
+		}
+		c.applyDecision(status, nc, out, decision)
+		if decision.Step != nil || decision.Progressing.Status == metav1.ConditionTrue {
+			requeue = inFlightRequeue
+		}
+		c.recordGate(nc, decision.Rollout)
+	} else if meta.FindStatusCondition(status.Conditions, clusterv1beta1.ConditionProgressing).Reason == clusterv1beta1.ReasonReconcileFailed {
+		requeue = idleRequeue // the object in the way is outside our caches: look again
+	}
+
+	c.recordHoldTransition(nc, oldProgressing, meta.FindStatusCondition(status.Conditions, clusterv1beta1.ConditionProgressing))
 	return requeue, c.writeStatus(ctx, nc, status)
+}
+
+// applyDecision writes the planner's decision into status.
+func (c *Controller) applyDecision(status *clusterv1beta1.NatsClusterStatus, nc *clusterv1beta1.NatsCluster, out *render.Output, d rollout.Decision) {
+	p := d.Progressing
+	c.setCondition(status, nc, clusterv1beta1.ConditionProgressing, p.Status, p.Reason, p.Message)
+	status.Rollout = d.Rollout
+	if p.Reason == clusterv1beta1.ReasonUpToDate {
+		cfg := &clusterv1beta1.ConfigStatus{Revision: out.Revision, AppliedBy: clusterv1beta1.AppliedByRestart}
+		if status.Config != nil && status.Config.Revision == out.Revision {
+			cfg = status.Config
+		} else if len(d.Changes) > 0 {
+			cfg.RestartReason = describeChanges(d.Changes)
+		}
+		status.Config = cfg
+	}
+}
+
+func describeChanges(changes []rollout.Change) string {
+	s := ""
+	for i, ch := range changes {
+		if i > 0 {
+			s += "; "
+		}
+		s += ch.String()
+	}
+	return s
+}
+
+// recordGate sets the gauge of the gate check the cluster waits for.
+func (c *Controller) recordGate(nc *clusterv1beta1.NatsCluster, r *clusterv1beta1.RolloutStatus) {
+	c.metrics.GateWaiting.DeletePartialMatch(map[string]string{"namespace": nc.Namespace, "name": nc.Name})
+	if r != nil && r.Gate != nil && r.Gate.WaitingFor != "" {
+		c.metrics.GateWaiting.WithLabelValues(nc.Namespace, nc.Name, r.Gate.WaitingFor).Set(1)
+	}
 }
 
 // setCondition sets a condition with the generation it describes.

@@ -1,0 +1,135 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+
+	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
+	"github.com/nats-operator/nats-operator/pkg/render"
+)
+
+// createMissingServers creates the ConfigMap and StatefulSet of every server
+// that has none, at the target. A server's existing objects are changed only
+// by its own step. It reports whether it wrote anything.
+func (c *Controller) createMissingServers(ctx context.Context, st *clusterState, out *render.Output) (bool, error) {
+	wrote := false
+	for i := range st.servers {
+		so := &st.servers[i]
+		target := out.Servers[i]
+		if so.configMap == nil {
+			cm, err := c.createConfigMap(ctx, target.ConfigMap)
+			if err != nil {
+				return wrote, err
+			}
+			so.configMap, wrote = cm, true
+		}
+		if so.statefulSet == nil {
+			sts, err := c.createStatefulSet(ctx, target.StatefulSet)
+			if err != nil {
+				return wrote, err
+			}
+			so.statefulSet, wrote = sts, true
+		}
+	}
+	return wrote, nil
+}
+
+func (c *Controller) createConfigMap(ctx context.Context, want *corev1.ConfigMap) (*corev1.ConfigMap, error) {
+	cm, err := c.kubeClient.CoreV1().ConfigMaps(want.Namespace).Create(ctx, want, metav1.CreateOptions{FieldManager: FieldManager})
+	c.countWrite("configmaps", "create")
+	if apierrors.IsAlreadyExists(err) {
+		return nil, &notControlledError{"ConfigMap", want.Namespace, want.Name}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("creating ConfigMap %s: %w", klog.KObj(want), err)
+	}
+	klog.FromContext(ctx).V(2).Info("Created ConfigMap", "configmap", klog.KObj(want))
+	return cm, nil
+}
+
+func (c *Controller) createStatefulSet(ctx context.Context, want *appsv1.StatefulSet) (*appsv1.StatefulSet, error) {
+	sts, err := c.kubeClient.AppsV1().StatefulSets(want.Namespace).Create(ctx, want, metav1.CreateOptions{FieldManager: FieldManager})
+	c.countWrite("statefulsets", "create")
+	if apierrors.IsAlreadyExists(err) {
+		return nil, &notControlledError{"StatefulSet", want.Namespace, want.Name}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("creating StatefulSet %s: %w", klog.KObj(want), err)
+	}
+	klog.FromContext(ctx).V(2).Info("Created StatefulSet", "statefulset", klog.KObj(want))
+	return sts, nil
+}
+
+// restartServer moves one server to the target: its ConfigMap, then its
+// StatefulSet template; the StatefulSet controller replaces the pod. A pod
+// still on another revision whose template already matched (a step cut
+// short, or a pod the StatefulSet controller will not replace because it is
+// not Ready) is deleted, with its UID as precondition, so a pod is never
+// restarted twice by one step.
+func (c *Controller) restartServer(ctx context.Context, so *serverObjects, target *render.Server, revision string) error {
+	logger := klog.FromContext(ctx)
+	if so.configMap == nil || !apiequality.Semantic.DeepEqual(so.configMap.Data, target.ConfigMap.Data) ||
+		!apiequality.Semantic.DeepEqual(so.configMap.Labels, target.ConfigMap.Labels) {
+		if err := c.writeConfigMap(ctx, so.configMap, target.ConfigMap); err != nil {
+			return err
+		}
+	}
+	if so.statefulSet == nil {
+		if _, err := c.createStatefulSet(ctx, target.StatefulSet); err != nil {
+			return err
+		}
+		return nil
+	}
+	if !apiequality.Semantic.DeepEqual(so.statefulSet.Spec.Template, target.StatefulSet.Spec.Template) ||
+		!apiequality.Semantic.DeepEqual(so.statefulSet.Labels, target.StatefulSet.Labels) {
+		updated := so.statefulSet.DeepCopy()
+		updated.Labels = target.StatefulSet.Labels
+		updated.Spec.Template = target.StatefulSet.Spec.Template
+		updated.Spec.UpdateStrategy = target.StatefulSet.Spec.UpdateStrategy
+		_, err := c.kubeClient.AppsV1().StatefulSets(updated.Namespace).Update(ctx, updated, metav1.UpdateOptions{FieldManager: FieldManager})
+		c.countWrite("statefulsets", "update")
+		if err != nil {
+			return fmt.Errorf("updating StatefulSet %s: %w", klog.KObj(updated), err)
+		}
+		logger.V(2).Info("Updated StatefulSet template", "statefulset", klog.KObj(updated), "revision", revision)
+	}
+	pod := so.pod
+	if pod == nil || pod.DeletionTimestamp != nil || pod.Annotations[clusterv1beta1.AnnotationConfigRevision] == revision {
+		return nil
+	}
+	uid := pod.UID
+	err := c.kubeClient.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	c.countWrite("pods", "delete")
+	switch {
+	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+		return nil // already replaced
+	case err != nil:
+		return fmt.Errorf("deleting Pod %s: %w", klog.KObj(pod), err)
+	}
+	logger.V(2).Info("Deleted pod to restart it", "pod", klog.KObj(pod), "revision", revision)
+	return nil
+}
+
+func (c *Controller) writeConfigMap(ctx context.Context, got, want *corev1.ConfigMap) error {
+	if got == nil {
+		_, err := c.createConfigMap(ctx, want)
+		return err
+	}
+	updated := got.DeepCopy()
+	updated.Labels = want.Labels
+	updated.Data = want.Data
+	_, err := c.kubeClient.CoreV1().ConfigMaps(updated.Namespace).Update(ctx, updated, metav1.UpdateOptions{FieldManager: FieldManager})
+	c.countWrite("configmaps", "update")
+	if err != nil {
+		return fmt.Errorf("updating ConfigMap %s: %w", klog.KObj(updated), err)
+	}
+	klog.FromContext(ctx).V(2).Info("Updated ConfigMap", "configmap", klog.KObj(updated))
+	return nil
+}

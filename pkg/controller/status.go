@@ -1,0 +1,80 @@
+package controller
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
+	"github.com/nats-operator/nats-operator/pkg/observe"
+	"github.com/nats-operator/nats-operator/pkg/render"
+)
+
+// podReady reports whether a pod is Ready and not being deleted.
+func podReady(pod *corev1.Pod) bool {
+	if pod == nil || pod.DeletionTimestamp != nil {
+		return false
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// readyCondition is Ready from the pods: all, a quorum, or fewer.
+func readyCondition(ready, total int32) (metav1.ConditionStatus, string, string) {
+	msg := fmt.Sprintf("%d of %d servers ready", ready, total)
+	switch {
+	case total > 0 && ready == total:
+		return metav1.ConditionTrue, clusterv1beta1.ReasonAllServersReady, msg
+	case ready*2 > total:
+		return metav1.ConditionTrue, clusterv1beta1.ReasonQuorumAvailable, msg
+	default:
+		return metav1.ConditionFalse, clusterv1beta1.ReasonQuorumUnavailable, msg
+	}
+}
+
+// observedStatus fills the parts of status that come from the pods and the
+// snapshot: readiness, servers[], version, Ready, Settled and JetStream.
+func (c *Controller) observedStatus(status *clusterv1beta1.NatsClusterStatus, st *clusterState, snap *observe.Snapshot) {
+	nc := st.nc
+	var ready int32
+	status.Servers = status.Servers[:0:0]
+	version := ""
+	sameVersion := true
+	for _, so := range st.servers {
+		s := clusterv1beta1.ServerStatus{Name: so.name, Ready: podReady(so.pod)}
+		if s.Ready {
+			ready++
+		}
+		if srv, ok := snap.Server(so.name); ok && srv.Answered {
+			s.Version = srv.Version
+			s.ConfigRevision = srv.ConfigRevision
+		}
+		if s.Version == "" || (version != "" && s.Version != version) {
+			sameVersion = false
+		}
+		version = s.Version
+		status.Servers = append(status.Servers, s)
+	}
+	if sameVersion && version != "" {
+		status.Version = version
+	}
+	status.ReadyReplicas = ready
+	rs, rr, rm := readyCondition(ready, nc.Spec.Replicas)
+	c.setCondition(status, nc, clusterv1beta1.ConditionReady, rs, rr, rm)
+	v := snap.Verdict
+	c.setCondition(status, nc, clusterv1beta1.ConditionSettled, v.Status, v.Reason, v.Message)
+
+	if nc.Spec.JetStream != nil {
+		status.JetStream = &clusterv1beta1.JetStreamStatus{
+			MetaLeader: snap.MetaLeader,
+			Limits:     render.DeriveJetStreamLimits(&nc.Spec),
+		}
+	} else {
+		status.JetStream = nil
+	}
+}

@@ -1,0 +1,195 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
+	"github.com/nats-operator/nats-operator/pkg/observe"
+	"github.com/nats-operator/nats-operator/pkg/render"
+	"github.com/nats-operator/nats-operator/pkg/rollout"
+)
+
+// observeTarget names every server of the spec with its pod's address. A
+// server without a pod address is still expected: it counts as silent.
+func (c *Controller) observeTarget(st *clusterState) observe.Target {
+	t := observe.Target{Cluster: st.nc.Namespace + "/" + st.nc.Name, SystemCredentials: st.systemCreds}
+	for _, so := range st.servers {
+		addr := observe.ServerAddr{Name: so.name}
+		if so.pod != nil {
+			addr.Host = so.pod.Status.PodIP
+		}
+		t.Servers = append(t.Servers, addr)
+	}
+	return t
+}
+
+// planInput turns what the sync gathered, rendered and observed into the
+// planner's input.
+func (c *Controller) planInput(st *clusterState, out *render.Output, snap *observe.Snapshot, now metav1.Time) rollout.Input {
+	nc := st.nc
+	in := rollout.Input{
+		Cluster:        nc.Name,
+		TargetRevision: out.Revision,
+		Target:         configFacts(out.Servers[0].Config, nc.Spec.Version),
+		Previous:       nc.Status.Rollout,
+		Annotations:    nc.Annotations,
+		Paused:         nc.Spec.Rollout.Paused,
+		Now:            now,
+	}
+	if nc.Status.Config != nil {
+		in.ConvergedRevision = nc.Status.Config.Revision
+	}
+	for _, so := range st.servers {
+		s := rollout.ServerState{
+			Name:      so.name,
+			Ordinal:   int(so.ordinal),
+			PodExists: so.pod != nil,
+			PodReady:  podReady(so.pod),
+		}
+		if so.statefulSet != nil {
+			s.TemplateRevision = so.statefulSet.Spec.Template.Annotations[clusterv1beta1.AnnotationConfigRevision]
+			conf := ""
+			if so.configMap != nil {
+				conf = so.configMap.Data[render.ConfigKey]
+			}
+			s.Running = configFacts([]byte(conf), imageVersion(so.statefulSet))
+		}
+		if srv, ok := snap.Server(so.name); ok && srv.Answered {
+			s.Answered = true
+			s.ReportedRevision = srv.ConfigRevision
+		}
+		in.Servers = append(in.Servers, s)
+	}
+	obs := rollout.Observation{
+		Observed: snap.Verdict.Reason != clusterv1beta1.ReasonObservationFailed,
+		Settled: rollout.Verdict{
+			Status: snap.Verdict.Status, Reason: snap.Verdict.Reason, Message: snap.Verdict.Message,
+		},
+		MetaLeader: snap.MetaLeader,
+	}
+	if leader, ok := snap.Server(snap.MetaLeader); ok {
+		obs.MetaMembers = leader.MetaMembers
+	}
+	for _, acc := range snap.Streams {
+		for _, s := range acc.Streams {
+			obs.Streams = append(obs.Streams, rollout.StreamRef{Account: acc.Account, Name: s.Name})
+		}
+	}
+	in.Observation = obs
+	return in
+}
+
+// executeStep takes the planner's one step.
+func (c *Controller) executeStep(ctx context.Context, st *clusterState, out *render.Output, step *rollout.Step) error {
+	logger := klog.FromContext(ctx)
+	nc := st.nc
+	if step.ResetJetStream {
+		c.recorder.Eventf(nc, corev1.EventTypeWarning, clusterv1beta1.EventJetStreamReset,
+			"JetStream starts empty because the system account changes; left behind on the volumes, unreachable: %s",
+			describeStreams(step.StreamsLeftBehind))
+	}
+	for _, name := range step.Servers {
+		i, ok := render.ServerOrdinal(nc.Name, name)
+		if !ok || int(i) >= len(st.servers) {
+			return fmt.Errorf("planner stepped unknown server %q", name)
+		}
+		if err := c.restartServer(ctx, &st.servers[i], &out.Servers[i], out.Revision); err != nil {
+			return err
+		}
+	}
+	c.metrics.Steps.WithLabelValues(string(step.Kind)).Inc()
+	forced := ""
+	if step.Forced {
+		forced = " (forced by " + clusterv1beta1.AnnotationForceStep + ")"
+	}
+	switch step.Kind {
+	case rollout.RestartAll:
+		c.recorder.Eventf(nc, corev1.EventTypeWarning, clusterv1beta1.EventServersRestarted,
+			"Restarting %s together onto revision %s", strings.Join(step.Servers, ", "), out.Revision)
+	default:
+		c.recorder.Eventf(nc, corev1.EventTypeNormal, clusterv1beta1.EventServerRestarted,
+			"Restarting %s onto revision %s%s", strings.Join(step.Servers, ", "), out.Revision, forced)
+	}
+	logger.V(2).Info("Took a rollout step", "kind", step.Kind, "servers", step.Servers, "revision", out.Revision, "forced", step.Forced)
+	return nil
+}
+
+func describeStreams(streams []rollout.StreamRef) string {
+	if len(streams) == 0 {
+		return "no streams"
+	}
+	parts := make([]string, 0, len(streams))
+	for _, s := range streams {
+		acc := s.Account
+		if acc == rollout.GlobalAccount {
+			acc = "the global account"
+		}
+		parts = append(parts, fmt.Sprintf("%s (%s)", s.Name, acc))
+	}
+	return fmt.Sprintf("%d streams: %s", len(streams), strings.Join(parts, ", "))
+}
+
+// clearAnnotations removes one-shot annotations with a patch that carries
+// the resourceVersion the decision was made on: if the NatsCluster changed
+// since (the user set the annotation again), the patch fails with a
+// conflict and the sync runs again.
+func (c *Controller) clearAnnotations(ctx context.Context, nc *clusterv1beta1.NatsCluster, keys []string) error {
+	annotations := map[string]interface{}{}
+	for _, k := range keys {
+		if _, ok := nc.Annotations[k]; ok {
+			annotations[k] = nil
+		}
+	}
+	if len(annotations) == 0 {
+		return nil
+	}
+	patch, err := json.Marshal(map[string]interface{}{
+		"metadata": map[string]interface{}{"resourceVersion": nc.ResourceVersion, "annotations": annotations},
+	})
+	if err != nil {
+		return err
+	}
+	_, err = c.natsClient.ClusterV1beta1().NatsClusters(nc.Namespace).Patch(ctx, nc.Name, types.MergePatchType, patch,
+		metav1.PatchOptions{FieldManager: FieldManager})
+	c.countWrite("natsclusters", "patch")
+	if err != nil {
+		return fmt.Errorf("clearing annotations %v of NatsCluster %s: %w", keys, klog.KObj(nc), err)
+	}
+	klog.FromContext(ctx).V(2).Info("Cleared one-shot annotations", "annotations", keys)
+	return nil
+}
+
+// isHold reports whether a Progressing condition is one that waits on
+// something other than the next step: a held transition, a closed gate past
+// its patience, a pause.
+func isHold(cond *metav1.Condition) bool {
+	if cond == nil {
+		return false
+	}
+	switch cond.Reason {
+	case clusterv1beta1.ReasonGateBlocked, clusterv1beta1.ReasonRolloutPaused:
+		return true
+	case clusterv1beta1.ReasonUpToDate:
+		return false
+	}
+	return cond.Status == metav1.ConditionFalse
+}
+
+// recordHoldTransition emits an Event when a hold starts, changes reason or
+// ends; a sync that changes nothing emits none.
+func (c *Controller) recordHoldTransition(nc *clusterv1beta1.NatsCluster, old, cur *metav1.Condition) {
+	switch {
+	case isHold(cur) && (old == nil || old.Reason != cur.Reason):
+		c.recorder.Event(nc, corev1.EventTypeWarning, cur.Reason, cur.Message)
+	case isHold(old) && !isHold(cur) && cur != nil:
+		c.recorder.Eventf(nc, corev1.EventTypeNormal, cur.Reason, "%s ended: %s", old.Reason, cur.Message)
+	}
+}

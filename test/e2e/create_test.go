@@ -1,0 +1,56 @@
+package e2e
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/nats-operator/nats-operator/test/framework"
+)
+
+// setVersion returns a mutation that sets a NatsCluster's spec.version.
+func setVersion(v string) func(*unstructured.Unstructured) {
+	return func(o *unstructured.Unstructured) {
+		if o.GetKind() == "NatsCluster" {
+			_ = unstructured.SetNestedField(o.Object, v, "spec", "version")
+		}
+	}
+}
+
+// The example 3-server JetStream cluster on nats-server 2.15.1 comes up
+// Ready, Settled and up to date, every server reporting the converged
+// revision itself.
+func TestCreateExampleCluster(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	s := framework.StartStack(ctx, t)
+	s.CreateNamespace(ctx, t, "nats")
+
+	start := time.Now()
+	s.ApplyExample(ctx, t, "nats", "natscluster-jetstream.yaml", setVersion("2.15.1"))
+	nc := s.WaitSettledUpToDate(ctx, t, "nats", "demo", 3*time.Minute)
+	t.Logf("Ready, Settled and UpToDate after %s: %s", time.Since(start).Round(time.Millisecond), framework.Conditions(nc))
+
+	if nc.Status.Config == nil || nc.Status.Config.Revision == "" {
+		t.Fatalf("status.config.revision not set: %+v", nc.Status.Config)
+	}
+	if len(nc.Status.Servers) != 3 {
+		t.Fatalf("status.servers has %d entries, want 3", len(nc.Status.Servers))
+	}
+	for _, srv := range nc.Status.Servers {
+		if srv.ConfigRevision != nc.Status.Config.Revision || srv.Version != "2.15.1" || !srv.Ready {
+			t.Errorf("server %+v, want revision %s, version 2.15.1, ready", srv, nc.Status.Config.Revision)
+		}
+	}
+	if nc.Status.Version != "2.15.1" || nc.Status.ReadyReplicas != 3 {
+		t.Errorf("status.version %q readyReplicas %d", nc.Status.Version, nc.Status.ReadyReplicas)
+	}
+	if nc.Status.Rollout != nil {
+		t.Errorf("status.rollout is %+v, want none once up to date", nc.Status.Rollout)
+	}
+	if nc.Status.JetStream == nil || nc.Status.JetStream.MetaLeader == "" {
+		t.Errorf("status.jetstream.metaLeader not set: %+v", nc.Status.JetStream)
+	}
+}

@@ -1,0 +1,157 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes"
+
+	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
+	versioned "github.com/nats-operator/nats-operator/pkg/generated/clientset/versioned"
+	"github.com/nats-operator/nats-operator/test/localnode"
+	"github.com/nats-operator/nats-operator/test/testenv"
+)
+
+// Stack is the whole local stack: control plane with kube-controller-manager,
+// a local node running pods as nats-server processes, and the operator.
+type Stack struct {
+	Env      *testenv.Env
+	Node     *localnode.Node
+	Operator *Operator
+	Kube     kubernetes.Interface
+	Nats     versioned.Interface
+}
+
+// StartStack starts the stack for one test; t.Cleanup stops it all.
+func StartStack(ctx context.Context, t testing.TB, operatorArgs ...string) *Stack {
+	t.Helper()
+	env := testenv.Start(t, testenv.Options{ControllerManager: true})
+	root := t.TempDir()
+	node, err := localnode.New(env.Config, localnode.Options{Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := node.Start(context.WithoutCancel(ctx)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		node.Stop()
+		if t.Failed() {
+			t.Logf("pod logs: %s", filepath.Join(root, "logs"))
+		}
+	})
+	s := &Stack{
+		Env:  env,
+		Node: node,
+		Kube: kubernetes.NewForConfigOrDie(env.Config),
+		Nats: versioned.NewForConfigOrDie(env.Config),
+	}
+	s.Operator = StartOperator(ctx, t, env, operatorArgs...)
+	return s
+}
+
+// CreateNamespace creates a namespace.
+func (s *Stack) CreateNamespace(ctx context.Context, t testing.TB, name string) {
+	t.Helper()
+	_, err := s.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+}
+
+// ApplyExample applies manifests/examples/<file> to namespace, letting
+// mutate change each object first (e.g. the version).
+func (s *Stack) ApplyExample(ctx context.Context, t testing.TB, namespace, file string, mutate func(*unstructured.Unstructured)) {
+	t.Helper()
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := testenv.ReadManifests(filepath.Join(root, "manifests", "examples", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if mutate != nil {
+			mutate(o)
+		}
+	}
+	if err := ApplyObjects(ctx, s.Env.Config, namespace, objs...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Cluster gets a NatsCluster.
+func (s *Stack) Cluster(ctx context.Context, namespace, name string) (*clusterv1beta1.NatsCluster, error) {
+	return s.Nats.ClusterV1beta1().NatsClusters(namespace).Get(ctx, name, metav1.GetOptions{})
+}
+
+// ConditionIs reports whether a condition has the status and reason, and
+// describes the conditions otherwise.
+func ConditionIs(nc *clusterv1beta1.NatsCluster, typ string, status metav1.ConditionStatus, reason string) (bool, string) {
+	c := meta.FindStatusCondition(nc.Status.Conditions, typ)
+	if c == nil {
+		return false, typ + " not set"
+	}
+	if c.Status != status || c.Reason != reason || c.ObservedGeneration != nc.Generation {
+		return false, fmt.Sprintf("%s=%s %s (gen %d/%d): %s", typ, c.Status, c.Reason, c.ObservedGeneration, nc.Generation, c.Message)
+	}
+	return true, ""
+}
+
+// Conditions describes every condition in one line.
+func Conditions(nc *clusterv1beta1.NatsCluster) string {
+	s := ""
+	for _, c := range nc.Status.Conditions {
+		s += fmt.Sprintf("[%s=%s %s: %s] ", c.Type, c.Status, c.Reason, c.Message)
+	}
+	return s
+}
+
+// WaitSettledUpToDate waits until the cluster is Ready (all servers),
+// Settled and Progressing=False UpToDate for its current generation.
+func (s *Stack) WaitSettledUpToDate(ctx context.Context, t testing.TB, namespace, name string, timeout time.Duration) *clusterv1beta1.NatsCluster {
+	t.Helper()
+	var last *clusterv1beta1.NatsCluster
+	Eventually(t, timeout, 250*time.Millisecond, "Ready, Settled and UpToDate", func() (bool, string) {
+		nc, err := s.Cluster(ctx, namespace, name)
+		if err != nil {
+			return false, err.Error()
+		}
+		last = nc
+		for _, c := range []struct {
+			typ, reason string
+			status      metav1.ConditionStatus
+		}{
+			{clusterv1beta1.ConditionReady, clusterv1beta1.ReasonAllServersReady, metav1.ConditionTrue},
+			{clusterv1beta1.ConditionSettled, clusterv1beta1.ReasonAllGroupsCurrent, metav1.ConditionTrue},
+			{clusterv1beta1.ConditionProgressing, clusterv1beta1.ReasonUpToDate, metav1.ConditionFalse},
+		} {
+			if ok, msg := ConditionIs(nc, c.typ, c.status, c.reason); !ok {
+				return false, msg + " | " + Conditions(nc)
+			}
+		}
+		return true, ""
+	})
+	return last
+}
+
+// PodUIDs returns the UID of each server's pod (empty when absent).
+func (s *Stack) PodUIDs(ctx context.Context, namespace string, pods ...string) map[string]string {
+	out := map[string]string{}
+	for _, p := range pods {
+		pod, err := s.Kube.CoreV1().Pods(namespace).Get(ctx, p, metav1.GetOptions{})
+		if err == nil {
+			out[p] = string(pod.UID)
+		}
+	}
+	return out
+}
