@@ -22,12 +22,15 @@ var (
 	updateTrust = flag.Bool("update-trust", false, "make a new fixed trust in testdata/trust.json")
 )
 
+var trustUpdated bool
+
 // fixedTrust is a trust with two accounts stored in testdata/trust.json, so
 // golden files stay byte-for-byte stable (JWTs carry their issue time).
 func fixedTrust(t *testing.T) *render.Trust {
 	t.Helper()
 	path := filepath.Join("testdata", "trust.json")
-	if *updateTrust {
+	if *updateTrust && !trustUpdated {
+		trustUpdated = true
 		f := rt.NewTrust(t, rt.WithAccounts("orders", "events"))
 		b, err := json.MarshalIndent(f.Trust(), "", "  ")
 		if err != nil {

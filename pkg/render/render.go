@@ -9,10 +9,12 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"maps"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
 )
@@ -140,7 +142,7 @@ func Render(in Input) (*Output, error) {
 		}
 		sts := statefulSet(nc, i, "")
 		specJSON.Reset()
-		if err := json.NewEncoder(&specJSON).Encode(&sts.Spec); err != nil {
+		if err := encodeCanonicalSpec(&specJSON, &sts.Spec); err != nil {
 			return nil, fmt.Errorf("render: encoding the StatefulSet of %s: %w", ServerName(nc.Name, i), err)
 		}
 		writeFramed(revHash, cfg)
@@ -200,4 +202,36 @@ func writeFramed(h hash.Hash, b []byte) {
 func digest(b []byte) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:5])
+}
+
+// encodeCanonicalSpec encodes a StatefulSet spec for hashing, its resource
+// quantities written in one canonical form: "1Gi" and "1073741824" are the
+// same object to Kubernetes, so they give the same revision.
+func encodeCanonicalSpec(buf *bytes.Buffer, spec *appsv1.StatefulSetSpec) error {
+	var restore []func()
+	canon := func(l corev1.ResourceList) {
+		if len(l) == 0 {
+			return
+		}
+		orig := maps.Clone(l)
+		for k, q := range l {
+			l[k] = *resource.NewMilliQuantity(q.MilliValue(), resource.DecimalSI)
+		}
+		restore = append(restore, func() { maps.Copy(l, orig) })
+	}
+	for i := range spec.Template.Spec.Containers {
+		r := &spec.Template.Spec.Containers[i].Resources
+		canon(r.Limits)
+		canon(r.Requests)
+	}
+	for i := range spec.VolumeClaimTemplates {
+		r := &spec.VolumeClaimTemplates[i].Spec.Resources
+		canon(r.Limits)
+		canon(r.Requests)
+	}
+	err := json.NewEncoder(buf).Encode(spec)
+	for _, f := range restore {
+		f()
+	}
+	return err
 }

@@ -86,7 +86,6 @@ func statefulSet(nc *clusterv1beta1.NatsCluster, ordinal int32, rev string) *app
 			claimAnnotations = maps.Clone(vct.Metadata.Annotations)
 		}
 		claims = []corev1.PersistentVolumeClaim{{
-			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
 			ObjectMeta: metav1.ObjectMeta{
 				Name:        DataVolumeName,
 				Labels:      claimLabels,
