@@ -183,7 +183,12 @@ func sortedCopy(s []string) []string {
 	return slices.Compact(c)
 }
 
-func sameSet(a, b []string) bool { return slices.Equal(sortedCopy(a), sortedCopy(b)) }
+func sameSet(a, b []string) bool {
+	if slices.Equal(a, b) {
+		return true
+	}
+	return slices.Equal(sortedCopy(a), sortedCopy(b))
+}
 
 // mergeChanges unions the changes of every server, one per kind, in the order
 // of ChangeKinds; for a kind seen with different From values the first

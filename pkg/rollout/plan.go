@@ -96,8 +96,8 @@ type planner struct {
 }
 
 func newPlanner(in *Input) *planner {
-	p := &planner{in: in}
-	seen := map[string]bool{}
+	p := &planner{in: in, servers: make([]ServerState, 0, len(in.Servers))}
+	seen := make(map[string]bool, len(in.Servers))
 	sorted := slices.Clone(in.Servers)
 	slices.SortStableFunc(sorted, func(a, b ServerState) int {
 		return cmp.Or(cmp.Compare(a.Ordinal, b.Ordinal), cmp.Compare(a.Name, b.Name))
@@ -109,7 +109,7 @@ func newPlanner(in *Input) *planner {
 		seen[s.Name] = true
 		p.servers = append(p.servers, s)
 	}
-	var lists [][]Change
+	lists := make([][]Change, 0, len(p.servers))
 	for _, s := range p.servers {
 		switch s.TemplateRevision {
 		case "":

@@ -129,7 +129,7 @@ func TestPlan(t *testing.T) {
 			want: want{
 				holdReason: clusterv1beta1.ReasonAuthChangeBlocked, waitingFor: restartAllKey + "=reset-jetstream",
 				status: metav1.ConditionFalse, reason: clusterv1beta1.ReasonAuthChangeBlocked,
-				contains: []string{"7 streams would be left behind (A, B, C, D in the global account; E in account " + appA + ", and 2 more)"},
+				contains:   []string{"7 streams would be left behind (A, B, C, D in the global account; E in account " + appA + ", and 2 more)"},
 				anyRollout: true, changes: []ChangeKind{ChangeAddAuth},
 			},
 		},
@@ -268,8 +268,8 @@ func TestPlan(t *testing.T) {
 			name: "the meta leader is stepped once it is the only server left",
 			in:   cluster(3, stepped("demo-2", "demo-1"), previous(&clusterv1beta1.RolloutStatus{TargetRevision: newRev, Current: "demo-1", Updated: []string{"demo-2"}, Pending: []string{"demo-0"}})),
 			want: want{
-				step:    &Step{Kind: RestartOne, Servers: []string{"demo-0"}},
-				status:  metav1.ConditionTrue, reason: clusterv1beta1.ReasonRollingRestart,
+				step:   &Step{Kind: RestartOne, Servers: []string{"demo-0"}},
+				status: metav1.ConditionTrue, reason: clusterv1beta1.ReasonRollingRestart,
 				message: "restarting demo-0 (3 of 3)",
 				rollout: &clusterv1beta1.RolloutStatus{TargetRevision: newRev, Current: "demo-0", Updated: []string{"demo-2", "demo-1"}},
 			},
@@ -317,7 +317,7 @@ func TestPlan(t *testing.T) {
 		},
 		{
 			name: "without JetStream the meta group is not checked",
-			in: cluster(3, metaMembers(), running(func(f *ConfigFacts) { f.JetStream = false }), target(func(f *ConfigFacts) { f.JetStream = false })),
+			in:   cluster(3, metaMembers(), running(func(f *ConfigFacts) { f.JetStream = false }), target(func(f *ConfigFacts) { f.JetStream = false })),
 			want: want{
 				step:   &Step{Kind: RestartOne, Servers: []string{"demo-2"}},
 				status: metav1.ConditionTrue, reason: clusterv1beta1.ReasonRollingRestart, anyRollout: true,
@@ -369,8 +369,8 @@ func TestPlan(t *testing.T) {
 			name: "restart-all on a change that rolls restarts every server together through a closed gate",
 			in:   cluster(3, annotate(restartAllKey, ""), unsettled(clusterv1beta1.ReasonMembersOffline, "x"), target(func(f *ConfigFacts) { f.Version = "2.15.3" })),
 			want: want{
-				step:    &Step{Kind: RestartAll, Servers: []string{"demo-2", "demo-1", "demo-0"}},
-				status:  metav1.ConditionTrue, reason: clusterv1beta1.ReasonRollingRestart,
+				step:   &Step{Kind: RestartAll, Servers: []string{"demo-2", "demo-1", "demo-0"}},
+				status: metav1.ConditionTrue, reason: clusterv1beta1.ReasonRollingRestart,
 				message: "restarting demo-2, demo-1, demo-0 together", anyRollout: true,
 				clear: []string{restartAllKey}, changes: []ChangeKind{ChangeVersion},
 			},
@@ -422,7 +422,7 @@ func TestPlan(t *testing.T) {
 		},
 		{
 			name: "a new cluster whose servers all run the target and settled is up to date",
-			in:   cluster(3, creating(), stepped("demo-0", "demo-1", "demo-2"), func(in *Input) { in.Observation = cluster(3).Observation }, func(in *Input) {
+			in: cluster(3, creating(), stepped("demo-0", "demo-1", "demo-2"), func(in *Input) { in.Observation = cluster(3).Observation }, func(in *Input) {
 				for i := range in.Servers {
 					in.Servers[i].PodExists, in.Servers[i].PodReady, in.Servers[i].Answered = true, true, true
 				}
@@ -457,7 +457,9 @@ func TestPlan(t *testing.T) {
 		},
 		{
 			name: "a spec changed mid-rollout drops the old current and steps toward the new target",
-			in: cluster(3, func(in *Input) { server(in, "demo-2").TemplateRevision, server(in, "demo-2").ReportedRevision = "mid", "mid" },
+			in: cluster(3, func(in *Input) {
+				server(in, "demo-2").TemplateRevision, server(in, "demo-2").ReportedRevision = "mid", "mid"
+			},
 				previous(&clusterv1beta1.RolloutStatus{TargetRevision: "mid", Current: "demo-2", Pending: []string{"demo-1", "demo-0"}})),
 			want: want{
 				step:   &Step{Kind: RestartOne, Servers: []string{"demo-2"}},
