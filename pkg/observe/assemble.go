@@ -47,6 +47,7 @@ func buildServer(r *report, expected []string) Server {
 		s.Version = v.Version
 		s.ConfigRevision = v.Metadata[MetadataConfigRevision]
 		s.Auth.SystemAccount = v.SystemAccount
+		s.Clustered = v.Cluster.Port != 0
 		for _, oc := range v.TrustedOperatorsClaim {
 			if oc != nil && oc.Subject != "" {
 				s.Auth.Operator, s.Auth.OperatorName = oc.Subject, oc.Name
@@ -56,11 +57,17 @@ func buildServer(r *report, expected []string) Server {
 	}
 	s.Answered = r.fatal == "" && r.varz != nil
 	if r.routez != nil {
+		// With route pooling (pool_size > 0, the default) the system account
+		// has a dedicated route, and a server that refuses it (the other
+		// side runs another auth) still keeps the pooled ones. Only the
+		// system account's route shows the peer can be a cluster member.
+		pinned := r.varz != nil && r.varz.Cluster.PoolSize > 0 && r.varz.SystemAccount != ""
 		names := make([]string, 0, len(r.routez.Routes))
 		for _, rt := range r.routez.Routes {
-			if rt != nil && rt.RemoteName != "" {
-				names = append(names, rt.RemoteName)
+			if rt == nil || rt.RemoteName == "" || (pinned && rt.Account != r.varz.SystemAccount) {
+				continue
 			}
+			names = append(names, rt.RemoteName)
 		}
 		s.Routes = sortedUnique(names)
 	}

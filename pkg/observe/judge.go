@@ -36,8 +36,8 @@ const maxNamed = 5
 //  1. No server expected: Unknown ObservationFailed (nothing could be asked).
 //  2. Every expected server answered, else False ServersSilent. A server
 //     that did not answer is never taken as fine.
-//  3. Every answering JetStream server names the same meta leader and every
-//     group has a leader, else False GroupsLeaderless.
+//  3. Every answering clustered JetStream server names the same meta leader
+//     and every group has a leader, else False GroupsLeaderless.
 //  4. Every member of every group is online, and every expected JetStream
 //     server is a member of the meta group, else False MembersOffline.
 //  5. Every member is current with no lag and none is pending, else False
@@ -75,7 +75,7 @@ func Judge(expected []string, servers []Server, groups []Group) Verdict {
 	jetStream := false
 	leaders := map[string][]string{} // named meta leader -> servers naming it
 	for _, name := range expected {
-		if s := byName[name]; s.JetStream {
+		if s := byName[name]; s.JetStream && s.Clustered {
 			jetStream = true
 			leaders[s.MetaLeader] = append(leaders[s.MetaLeader], name)
 		}
@@ -136,7 +136,7 @@ func Judge(expected []string, servers []Server, groups []Group) Verdict {
 	var outside []string
 	if jetStream && meta != nil {
 		for _, name := range expected {
-			if !byName[name].JetStream {
+			if s := byName[name]; !s.JetStream || !s.Clustered {
 				continue
 			}
 			if !slices.ContainsFunc(meta.Members, func(m Member) bool { return m.Name == name }) {

@@ -234,7 +234,7 @@ func (o *Observer) Observe(ctx context.Context, t Target) *Snapshot {
 func agreedMetaLeader(servers []Server) string {
 	leader := ""
 	for _, s := range servers {
-		if !s.Answered || !s.JetStream {
+		if !s.Answered || !s.JetStream || !s.Clustered {
 			continue
 		}
 		if s.MetaLeader == "" || (leader != "" && s.MetaLeader != leader) {

@@ -58,8 +58,10 @@ type Server struct {
 	ConfigRevision string
 	// Auth is the auth the server runs.
 	Auth Auth
-	// Routes lists the names of the servers this server has a route to,
-	// sorted, each once (pooled and per-account routes are folded).
+	// Routes lists the names of the servers this server has a working route
+	// to, sorted, each once. With route pooling (the default) that is the
+	// system account's dedicated route: pooled routes alone form even between
+	// servers that refuse each other's system account (DESIGN.md).
 	Routes []string
 	// MissingRoutes lists the expected servers (other than itself) this
 	// server has no route to, sorted.
@@ -73,6 +75,10 @@ type Server struct {
 	HealthError string
 	// JetStream is true when JetStream is enabled on the server.
 	JetStream bool
+	// Clustered is true when the server is configured with a cluster (route)
+	// port, so that JetStream runs a meta group; a standalone server has
+	// none, and its streams are led by itself.
+	Clustered bool
 	// MetaLeader is the meta leader this server names ("" = none known).
 	MetaLeader string
 	// MetaMembers is the meta group as this server sees it, itself
@@ -96,15 +102,23 @@ type Auth struct {
 const (
 	AuthNone     = "none"
 	AuthOperator = "operator"
+	// AuthUnknown is the mode of a server that did not report its auth
+	// (a server that did not answer).
+	AuthUnknown = "unknown"
 )
 
 // Mode returns AuthOperator when the server trusts a NATS operator, AuthNone
-// otherwise.
+// when it runs without (it still reports its default system account "$SYS"),
+// and AuthUnknown when nothing was reported.
 func (a Auth) Mode() string {
-	if a.Operator != "" {
+	switch {
+	case a.Operator != "":
 		return AuthOperator
+	case a.SystemAccount != "":
+		return AuthNone
+	default:
+		return AuthUnknown
 	}
-	return AuthNone
 }
 
 // GroupKind is the kind of a Raft group.

@@ -20,7 +20,9 @@ type wireVarz struct {
 	Version  string            `json:"version"`
 	Metadata map[string]string `json:"metadata"`
 	Cluster  struct {
-		Name string `json:"name"`
+		Name     string `json:"name"`
+		Port     int    `json:"cluster_port"`
+		PoolSize int    `json:"pool_size"`
 	} `json:"cluster"`
 	Gateway struct {
 		Name string `json:"name"`
@@ -98,11 +100,14 @@ type wirePeer struct {
 
 // wireRoutez is the subset of /routez we read.
 type wireRoutez struct {
-	Routes []*struct {
-		RemoteName string `json:"remote_name"`
-		RemoteID   string `json:"remote_id"`
-		Account    string `json:"account"`
-	} `json:"routes"`
+	Routes []*wireRoute `json:"routes"`
+}
+
+// wireRoute is RouteInfo; Account is set on an account's dedicated route.
+type wireRoute struct {
+	RemoteName string `json:"remote_name"`
+	RemoteID   string `json:"remote_id"`
+	Account    string `json:"account"`
 }
 
 // wireHealthz is HealthStatus.
