@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -37,7 +39,7 @@ func startProcess(name, dir, bin string, args ...string) (*process, error) {
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	if err := spawn(cmd); err != nil {
 		logFile.Close()
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
@@ -48,6 +50,36 @@ func startProcess(name, dir, bin string, args ...string) (*process, error) {
 		close(p.done)
 	}()
 	return p, nil
+}
+
+var (
+	spawnOnce sync.Once
+	spawnReqs chan spawnReq
+)
+
+type spawnReq struct {
+	cmd  *exec.Cmd
+	done chan error
+}
+
+// spawn starts cmd from one OS thread that never exits. The parent-death
+// signal fires when the thread that forked the child exits, not the
+// process (golang/go#27505); a goroutine that locks its thread and returns
+// (as network-namespace code does) makes Go end that thread, which would
+// kill a control plane started from it.
+func spawn(cmd *exec.Cmd) error {
+	spawnOnce.Do(func() {
+		spawnReqs = make(chan spawnReq)
+		go func() {
+			runtime.LockOSThread() // never unlocked: the thread lives as long as the process
+			for r := range spawnReqs {
+				r.done <- r.cmd.Start()
+			}
+		}()
+	})
+	done := make(chan error)
+	spawnReqs <- spawnReq{cmd: cmd, done: done}
+	return <-done
 }
 
 // pid returns the process id, which is also its process group id.
