@@ -21,6 +21,15 @@ func TestTheSystemAccountIsSignedByTheOperatorsSigningKeyAndNamedByIt(t *testing
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkChain(t, c)
+}
+
+// checkChain checks what the controller checks of trust objects: the NATS
+// operator names the system account, both accounts are signed by one of its
+// signing keys and are the keys they claim, and each user belongs to its
+// account.
+func checkChain(t *testing.T, c *Chain) {
+	t.Helper()
 	oc, err := jwt.DecodeOperatorClaims(c.OperatorJWT)
 	if err != nil {
 		t.Fatal(err)
@@ -28,9 +37,12 @@ func TestTheSystemAccountIsSignedByTheOperatorsSigningKeyAndNamedByIt(t *testing
 	if oc.SystemAccount != c.SystemAccountPublicKey {
 		t.Errorf("operator system_account = %s, want %s", oc.SystemAccount, c.SystemAccountPublicKey)
 	}
-	for _, acct := range []struct{ name, jwt, pub string }{
-		{"system", c.SystemAccountJWT, c.SystemAccountPublicKey},
-		{"app", c.AppAccountJWT, c.AppAccountPublicKey},
+	for _, acct := range []struct {
+		name, jwt, pub string
+		creds          []byte
+	}{
+		{"system", c.SystemAccountJWT, c.SystemAccountPublicKey, c.SystemUserCreds},
+		{"app", c.AppAccountJWT, c.AppAccountPublicKey, c.AppUserCreds},
 	} {
 		ac, err := jwt.DecodeAccountClaims(acct.jwt)
 		if err != nil {
@@ -42,6 +54,24 @@ func TestTheSystemAccountIsSignedByTheOperatorsSigningKeyAndNamedByIt(t *testing
 		if !oc.SigningKeys.Contains(ac.Issuer) {
 			t.Errorf("%s account issuer %s is not a signing key of the NATS operator", acct.name, ac.Issuer)
 		}
+		userJWT, err := jwt.ParseDecoratedJWT(acct.creds)
+		if err != nil {
+			t.Fatalf("%s user creds: %v", acct.name, err)
+		}
+		uc, err := jwt.DecodeUserClaims(userJWT)
+		if err != nil {
+			t.Fatalf("%s user: %v", acct.name, err)
+		}
+		if uc.Issuer != acct.pub {
+			t.Errorf("%s user issuer = %s, want its account %s", acct.name, uc.Issuer, acct.pub)
+		}
+		kp, err := jwt.ParseDecoratedNKey(acct.creds)
+		if err != nil {
+			t.Fatalf("%s user seed: %v", acct.name, err)
+		}
+		if pub, _ := kp.PublicKey(); pub != uc.Subject {
+			t.Errorf("%s user seed is of %s, want %s", acct.name, pub, uc.Subject)
+		}
 	}
 }
 
@@ -52,6 +82,10 @@ func TestAServerTrustingTheChainAdmitsBothUsers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkServerAdmitsBothUsers(t, c)
+}
+
+func checkServerAdmitsBothUsers(t *testing.T, c *Chain) {
 	dir := t.TempDir()
 	conf := fmt.Sprintf(`{
   "listen": "127.0.0.1:-1",
@@ -80,7 +114,7 @@ func TestAServerTrustingTheChainAdmitsBothUsers(t *testing.T) {
 		t.Fatal("nats-server not ready")
 	}
 
-	connect := func(creds []byte, file string) *nats.Conn {
+	connect := func(t *testing.T, creds []byte, file string) *nats.Conn {
 		t.Helper()
 		path := filepath.Join(dir, file)
 		writeFile(t, path, creds)
@@ -93,13 +127,13 @@ func TestAServerTrustingTheChainAdmitsBothUsers(t *testing.T) {
 	}
 
 	t.Run("the system user can ping the servers over $SYS", func(t *testing.T) {
-		nc := connect(c.SystemUserCreds, "system.creds")
+		nc := connect(t, c.SystemUserCreds, "system.creds")
 		if _, err := nc.Request("$SYS.REQ.SERVER.PING", nil, 2*time.Second); err != nil {
 			t.Fatalf("$SYS.REQ.SERVER.PING: %v", err)
 		}
 	})
 	t.Run("the app user can use JetStream in its account", func(t *testing.T) {
-		nc := connect(c.AppUserCreds, "app.creds")
+		nc := connect(t, c.AppUserCreds, "app.creds")
 		js, err := nc.JetStream()
 		if err != nil {
 			t.Fatal(err)
@@ -215,4 +249,12 @@ func writeFile(t *testing.T, path string, b []byte) {
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func jwtSubject(token string) (string, error) {
+	claims, err := jwt.Decode(token)
+	if err != nil {
+		return "", err
+	}
+	return claims.Claims().Subject, nil
 }
