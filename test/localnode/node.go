@@ -341,3 +341,28 @@ func (n *Node) resync(ctx context.Context) {
 func isTerminal(pod *corev1.Pod) bool {
 	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
 }
+
+// VolumePath returns the local directory of a volume of the running pod
+// ns/pod, or "" if the node runs no such pod.
+func (n *Node) VolumePath(ns, pod, volume string) string {
+	n.mu.Lock()
+	var ws []*podWorker
+	for _, w := range n.workers {
+		if w.ns == ns && w.name == pod {
+			ws = append(ws, w)
+		}
+	}
+	n.mu.Unlock()
+	for _, w := range ws {
+		if w.isTerminating() {
+			continue
+		}
+		p, _ := w.current()
+		for i := range p.Spec.Volumes {
+			if p.Spec.Volumes[i].Name == volume {
+				return w.volumePath(p, &p.Spec.Volumes[i])
+			}
+		}
+	}
+	return ""
+}

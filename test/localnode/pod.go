@@ -301,3 +301,12 @@ func (w *podWorker) runContainers(ctx context.Context) {
 	}
 	wg.Wait()
 }
+
+func (w *podWorker) isTerminating() bool {
+	select {
+	case <-w.terminating:
+		return true
+	default:
+		return false
+	}
+}

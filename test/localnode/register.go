@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 )
@@ -87,6 +88,10 @@ func (n *Node) nodeStatus(now metav1.Time) corev1.NodeStatus {
 // updateNodeStatus writes the node status, keeping each condition's
 // transition time while its status holds.
 func (n *Node) updateNodeStatus(ctx context.Context) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error { return n.tryUpdateNodeStatus(ctx) })
+}
+
+func (n *Node) tryUpdateNodeStatus(ctx context.Context) error {
 	node, err := n.client.CoreV1().Nodes().Get(ctx, n.opts.NodeName, metav1.GetOptions{})
 	if err != nil {
 		return err
@@ -106,6 +111,10 @@ func (n *Node) updateNodeStatus(ctx context.Context) error {
 }
 
 func (n *Node) renewLease(ctx context.Context) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error { return n.tryRenewLease(ctx) })
+}
+
+func (n *Node) tryRenewLease(ctx context.Context) error {
 	leases := n.client.CoordinationV1().Leases(corev1.NamespaceNodeLease)
 	now := metav1.NewMicroTime(time.Now())
 	lease, err := leases.Get(ctx, n.opts.NodeName, metav1.GetOptions{})

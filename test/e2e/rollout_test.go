@@ -1,0 +1,183 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
+	"github.com/nats-operator/nats-operator/test/framework"
+)
+
+var servers = []string{"demo-0", "demo-1", "demo-2"}
+
+// expectedOrder is highest ordinal first, the meta leader last.
+func expectedOrder(leader string) []string {
+	order := []string{"demo-2", "demo-1", "demo-0"}
+	if i := slices.Index(order, leader); i >= 0 {
+		order = append(slices.Delete(order, i, i+1), leader)
+	}
+	return order
+}
+
+func patchCluster(ctx context.Context, t *testing.T, s *framework.Stack, patch string) {
+	t.Helper()
+	if _, err := s.Nats.ClusterV1beta1().NatsClusters("nats").Patch(ctx, "demo", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("patching NatsCluster with %s: %v", patch, err)
+	}
+}
+
+// startLoadedCluster brings up the example cluster on version with an R3
+// stream ORDERS and a publisher writing to it without pause.
+func startLoadedCluster(ctx context.Context, t *testing.T, s *framework.Stack, version string) (*clusterv1beta1.NatsCluster, jetstream.JetStream, *framework.Publisher) {
+	t.Helper()
+	s.CreateNamespace(ctx, t, "nats")
+	s.ApplyExample(ctx, t, "nats", "natscluster-jetstream.yaml", setVersion(version))
+	nc := s.WaitSettledUpToDate(ctx, t, "nats", "demo", 3*time.Minute)
+	conn := framework.Connect(t, s.PodURLs(ctx, t, "nats", "demo"))
+	js, err := jetstream.New(conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	framework.CreateStream(ctx, t, js, "ORDERS", 3)
+	pub := framework.StartPublisher(ctx, js, "ORDERS.new")
+	framework.Eventually(t, time.Minute, 100*time.Millisecond, "the publisher to get 200 acknowledgements", func() (bool, string) {
+		n, attempts, failures, err := pub.Stats()
+		return n >= 200, fmt.Sprintf("%d acked, %d attempts, %d failed, last error %v", n, attempts, failures, err)
+	})
+	return nc, js, pub
+}
+
+// verifyNoLoss stops the publisher and checks every acknowledged message is
+// in the stream.
+func verifyNoLoss(ctx context.Context, t *testing.T, js jetstream.JetStream, pub *framework.Publisher) {
+	t.Helper()
+	acked := pub.Stop()
+	_, attempts, failures, _ := pub.Stats()
+	var ids map[string]bool
+	var total uint64
+	framework.Eventually(t, time.Minute, time.Second, "reading the stream back", func() (bool, string) {
+		var err error
+		ids, total, err = framework.StreamMsgIDs(ctx, js, "ORDERS")
+		return err == nil, fmt.Sprint(err)
+	})
+	lost := 0
+	for id := range acked {
+		if !ids[id] {
+			lost++
+		}
+	}
+	t.Logf("publisher: %d acknowledged, %d attempts (%d failed and retried); stream holds %d messages; lost %d", len(acked), attempts, failures, total, lost)
+	if lost != 0 {
+		t.Errorf("%d acknowledged messages are missing from the stream", lost)
+	}
+}
+
+// A version change 2.15.1 -> 2.15.2 restarts the servers one at a time,
+// highest ordinal first and the meta leader last, each after Settled, while
+// a publisher writes without pause; no acknowledged message is lost.
+func TestRollingUpgradeUnderLoad(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	s := framework.StartStack(ctx, t)
+	nc, js, pub := startLoadedCluster(ctx, t, s, "2.15.1")
+	leader := nc.Status.JetStream.MetaLeader
+	want := expectedOrder(leader)
+	t.Logf("meta leader %s; expected order %v", leader, want)
+
+	tr, err := s.StartTracker(ctx, "nats", "demo", servers, 100*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Stop()
+	time.Sleep(300 * time.Millisecond) // let the pod watch list the current pods
+
+	applied := time.Now()
+	patchCluster(ctx, t, s, `{"spec":{"version":"2.15.2"}}`)
+
+	// Record the status mid-way: once the first server has been stepped.
+	var mid *clusterv1beta1.RolloutStatus
+	framework.Eventually(t, 5*time.Minute, 100*time.Millisecond, "a mid-rollout status", func() (bool, string) {
+		got, err := s.Cluster(ctx, "nats", "demo")
+		if err != nil || got.Status.Rollout == nil {
+			return false, fmt.Sprint(err)
+		}
+		if r := got.Status.Rollout; len(r.Updated) > 0 || r.Current != "" && r.Gate != nil {
+			mid = r.DeepCopy()
+			return true, ""
+		}
+		return false, "no server stepped yet"
+	})
+	b, _ := json.Marshal(mid)
+	t.Logf("status.rollout mid-way: %s", b)
+
+	final := s.WaitSettledUpToDate(ctx, t, "nats", "demo", 10*time.Minute)
+	framework.Eventually(t, time.Minute, 250*time.Millisecond, "every server to report 2.15.2", func() (bool, string) {
+		got, _ := s.Cluster(ctx, "nats", "demo")
+		if got.Status.Version != "2.15.2" {
+			return false, fmt.Sprintf("status %+v", got.Status.Servers)
+		}
+		final = got
+		return true, ""
+	})
+	wall := time.Since(applied)
+	tr.Stop()
+	verifyNoLoss(ctx, t, js, pub)
+
+	for _, srv := range final.Status.Servers {
+		if srv.Version != "2.15.2" || srv.ConfigRevision != final.Status.Config.Revision {
+			t.Errorf("server %+v after the rollout", srv)
+		}
+	}
+
+	// Order and exactly-once, from the pod watch.
+	var order []string
+	for _, d := range tr.Deletions() {
+		order = append(order, d.Pod[:len(d.Pod)-2])
+	}
+	if !slices.Equal(order, want) {
+		t.Errorf("servers restarted in order %v, want %v", order, want)
+	}
+	for pod, uids := range tr.UIDs() {
+		if len(uids) != 2 {
+			t.Errorf("pod %s had %d UIDs %v, want 2 (restarted exactly once)", pod, len(uids), uids)
+		}
+	}
+
+	// Each step after Settled, as the test's own observer saw it; at most
+	// one server silent at any moment.
+	obs := tr.Observations()
+	dels := tr.Deletions()
+	for _, o := range obs {
+		if len(o.Silent) > 1 {
+			t.Errorf("at %s, %v were silent at once", o.At.Format(time.RFC3339Nano), o.Silent)
+		}
+	}
+	for k, d := range dels {
+		gateOpen := applied
+		if k > 0 {
+			prev := dels[k-1]
+			prevServer := prev.Pod[:len(prev.Pod)-2]
+			found := false
+			for _, o := range obs {
+				if o.At.After(prev.At) && o.GateOpen() && o.Versions[prevServer] == "2.15.2" {
+					gateOpen, found = o.At, true
+					break
+				}
+			}
+			if !found || gateOpen.After(d.At.Add(500*time.Millisecond)) {
+				t.Errorf("step %d (%s) at %s: no observation of the gate open (Settled, all Ready, %s on 2.15.2) before it", k+1, d.Pod, d.At.Format(time.RFC3339Nano), prevServer)
+				continue
+			}
+		}
+		t.Logf("step %d: restarted %s %s after the gate opened", k+1, d.Pod, d.At.Sub(gateOpen).Round(time.Millisecond))
+	}
+	t.Logf("rollout wall time: %s", wall.Round(time.Millisecond))
+}

@@ -1,0 +1,189 @@
+package framework
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// PodURLs returns nats://<podIP>:4222 of the cluster's pods.
+func (s *Stack) PodURLs(ctx context.Context, t testing.TB, namespace, cluster string) []string {
+	t.Helper()
+	pods, err := s.Kube.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: "cluster.nats-operator.io/cluster=" + cluster})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var urls []string
+	for _, p := range pods.Items {
+		if p.Status.PodIP != "" {
+			urls = append(urls, "nats://"+p.Status.PodIP+":4222")
+		}
+	}
+	if len(urls) == 0 {
+		t.Fatal("no pod addresses")
+	}
+	return urls
+}
+
+// Connect connects a client that reconnects forever across urls.
+func Connect(t testing.TB, urls []string, opts ...nats.Option) *nats.Conn {
+	t.Helper()
+	opts = append([]nats.Option{
+		nats.MaxReconnects(-1), nats.ReconnectWait(100 * time.Millisecond),
+		nats.Timeout(2 * time.Second), nats.Name("e2e"),
+	}, opts...)
+	var nc *nats.Conn
+	var err error
+	for range 50 {
+		if nc, err = nats.Connect(joinURLs(urls), opts...); err == nil {
+			t.Cleanup(nc.Close)
+			return nc
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("connecting to %v: %v", urls, err)
+	return nil
+}
+
+func joinURLs(urls []string) string {
+	s := ""
+	for i, u := range urls {
+		if i > 0 {
+			s += ","
+		}
+		s += u
+	}
+	return s
+}
+
+// CreateStream creates an R3 file stream on subject <name>.> and retries
+// while JetStream is not ready.
+func CreateStream(ctx context.Context, t testing.TB, js jetstream.JetStream, name string, replicas int) {
+	t.Helper()
+	var err error
+	for range 100 {
+		_, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+			Name: name, Subjects: []string{name + ".>"}, Replicas: replicas, Storage: jetstream.FileStorage,
+			Duplicates: 10 * time.Minute,
+		})
+		if err == nil {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("creating stream %s: %v", name, err)
+}
+
+// Publisher publishes to a stream without pause, each message with a unique
+// Nats-Msg-Id, retrying a message until JetStream acknowledges it, and
+// counts acknowledgements.
+type Publisher struct {
+	js      jetstream.JetStream
+	subject string
+
+	mu       sync.Mutex
+	acked    map[string]bool
+	attempts int
+	failures int
+	lastErr  error
+
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// StartPublisher starts publishing to subject.
+func StartPublisher(ctx context.Context, js jetstream.JetStream, subject string) *Publisher {
+	ctx, cancel := context.WithCancel(ctx)
+	p := &Publisher{js: js, subject: subject, acked: map[string]bool{}, cancel: cancel, done: make(chan struct{})}
+	go p.run(ctx)
+	return p
+}
+
+func (p *Publisher) run(ctx context.Context) {
+	defer close(p.done)
+	for i := 0; ctx.Err() == nil; {
+		id := strconv.Itoa(i)
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err := p.js.Publish(pctx, p.subject, []byte("message "+id), jetstream.WithMsgID(id))
+		cancel()
+		p.mu.Lock()
+		p.attempts++
+		if err == nil {
+			p.acked[id] = true
+			i++
+		} else {
+			p.failures++
+			p.lastErr = err
+		}
+		p.mu.Unlock()
+		if err != nil && ctx.Err() == nil {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// Stop stops publishing and returns the acknowledged message ids.
+func (p *Publisher) Stop() map[string]bool {
+	p.cancel()
+	<-p.done
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.acked
+}
+
+// Stats returns the acknowledged count, attempts and failed attempts.
+func (p *Publisher) Stats() (acked, attempts, failures int, lastErr error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.acked), p.attempts, p.failures, p.lastErr
+}
+
+// StreamMsgIDs reads every message of a stream with an ordered consumer and
+// returns the set of their Nats-Msg-Id headers.
+func StreamMsgIDs(ctx context.Context, js jetstream.JetStream, stream string) (map[string]bool, uint64, error) {
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		return nil, 0, err
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	total := info.State.Msgs
+	ids := map[string]bool{}
+	if total == 0 {
+		return ids, 0, nil
+	}
+	cons, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		return nil, 0, err
+	}
+	var read uint64
+	for read < total {
+		batch, err := cons.Fetch(1000, jetstream.FetchMaxWait(5*time.Second))
+		if err != nil {
+			return nil, 0, err
+		}
+		n := 0
+		for m := range batch.Messages() {
+			ids[m.Headers().Get(nats.MsgIdHdr)] = true
+			read++
+			n++
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
+			return nil, 0, err
+		}
+		if n == 0 {
+			return nil, 0, fmt.Errorf("read %d of %d messages, then nothing", read, total)
+		}
+	}
+	return ids, total, nil
+}
