@@ -7,9 +7,11 @@ package observe
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
-	"strings"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -25,7 +27,7 @@ const testRevision = "0123456789"
 
 // trust is operator-mode trust made for one test.
 type trust struct {
-	operator    *jwt.OperatorClaims
+	operatorJWT string
 	operatorPub string
 	systemPub   string
 	systemJWT   string
@@ -58,8 +60,6 @@ func newTrust(t testing.TB) *trust {
 	oc.SystemAccount = spub
 	ojwt, err := oc.Encode(okp)
 	must(err)
-	operator, err := jwt.DecodeOperatorClaims(ojwt)
-	must(err)
 
 	sc := jwt.NewAccountClaims(spub)
 	sc.Name = "SYS"
@@ -85,20 +85,18 @@ func newTrust(t testing.TB) *trust {
 		return creds
 	}
 	return &trust{
-		operator: operator, operatorPub: opub,
+		operatorJWT: ojwt, operatorPub: opub,
 		systemPub: spub, systemJWT: sjwt, appPub: apub, appJWT: ajwt,
 		systemCreds: user(skp), appCreds: user(akp),
 	}
 }
 
-// apply puts the trust into a server's options (resolver MEMORY).
-func (tr *trust) apply(o *server.Options) {
-	o.TrustedOperators = []*jwt.OperatorClaims{tr.operator}
-	o.SystemAccount = tr.systemPub
-	r := &server.MemAccResolver{}
-	r.Store(tr.systemPub, tr.systemJWT)
-	r.Store(tr.appPub, tr.appJWT)
-	o.AccountResolver = r
+// config is the trust's part of a server config (resolver MEMORY).
+func (tr *trust) config(conf map[string]any) {
+	conf["operator"] = tr.operatorJWT
+	conf["system_account"] = tr.systemPub
+	conf["resolver"] = "MEMORY"
+	conf["resolver_preload"] = map[string]string{tr.systemPub: tr.systemJWT, tr.appPub: tr.appJWT}
 }
 
 // testServer is one server of a testCluster.
@@ -106,6 +104,8 @@ type testServer struct {
 	name                              string
 	clientPort, clusterPort, httpPort int
 	storeDir                          string
+	confPath                          string
+	revision                          string
 	trust                             *trust // nil: no auth
 	routes                            []string
 	clusterName                       string
@@ -139,8 +139,9 @@ func startCluster(t testing.TB, cluster string, names []string, trustOf func(i i
 		s := &testServer{
 			name: name, clusterName: cluster,
 			clientPort: freePort(t), clusterPort: freePort(t), httpPort: freePort(t),
-			storeDir: t.TempDir(),
+			storeDir: t.TempDir(), revision: testRevision,
 		}
+		s.confPath = filepath.Join(t.TempDir(), "nats.conf")
 		routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", s.clusterPort))
 		c.servers = append(c.servers, s)
 	}
@@ -157,39 +158,47 @@ func startCluster(t testing.TB, cluster string, names []string, trustOf func(i i
 	return c
 }
 
-func (s *testServer) options() *server.Options {
-	o := &server.Options{
-		ServerName: s.name,
-		Host:       "127.0.0.1",
-		Port:       s.clientPort,
-		HTTPHost:   "127.0.0.1",
-		HTTPPort:   s.httpPort,
-		Cluster: server.ClusterOpts{
-			Name: s.clusterName,
-			Host: "127.0.0.1",
-			Port: s.clusterPort,
-		},
-		JetStream: true,
-		StoreDir:  s.storeDir,
-		NoSigs:    true,
-		NoLog:     true,
-		Metadata:  map[string]string{MetadataConfigRevision: testRevision},
+// writeConfig writes the server's config file, the way a pod gets it: a
+// file, so that a RELOAD re-reads it.
+func (s *testServer) writeConfig(t testing.TB) {
+	t.Helper()
+	conf := map[string]any{
+		"server_name":     s.name,
+		"listen":          fmt.Sprintf("127.0.0.1:%d", s.clientPort),
+		"http":            fmt.Sprintf("127.0.0.1:%d", s.httpPort),
+		"server_metadata": map[string]string{MetadataConfigRevision: s.revision},
+		"jetstream":       map[string]string{"store_dir": s.storeDir},
 	}
 	if len(s.routes) > 1 {
-		o.Routes = server.RoutesFromStr(strings.Join(s.routes, ","))
-	} else {
-		o.Cluster = server.ClusterOpts{} // one server: standalone
+		conf["cluster"] = map[string]any{"name": s.clusterName, "listen": fmt.Sprintf("127.0.0.1:%d", s.clusterPort), "routes": s.routes}
 	}
 	if s.trust != nil {
-		s.trust.apply(o)
+		s.trust.config(conf)
 	}
+	b, err := json.MarshalIndent(conf, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(s.confPath, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (s *testServer) options(t testing.TB) *server.Options {
+	t.Helper()
+	s.writeConfig(t)
+	o, err := server.ProcessConfigFile(s.confPath)
+	if err != nil {
+		t.Fatalf("parsing the config of %s: %v", s.name, err)
+	}
+	o.NoSigs, o.NoLog = true, true
 	return o
 }
 
 // start starts (or restarts, on the same store and ports) the server.
 func (s *testServer) start(t testing.TB) {
 	t.Helper()
-	srv, err := server.NewServer(s.options())
+	srv, err := server.NewServer(s.options(t))
 	if err != nil {
 		t.Fatalf("starting %s: %v", s.name, err)
 	}

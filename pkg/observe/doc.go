@@ -30,6 +30,13 @@
 // connections) and the $SYS connection of each cluster are kept between
 // observations; Forget releases one cluster's, Close all.
 //
+// A route counts only when it carries the system account: with route
+// pooling (the default) the system account has a dedicated route, and two
+// servers that refuse each other's system account (one with auth, one
+// without: the seed's split) still keep their pooled routes. So
+// Server.Routes and Server.MissingRoutes show the split, and the verdict
+// rests on the meta group, not on routes.
+//
 // Raft groups (the meta group, each stream and each consumer of every
 // account) are taken from their leader's own report: followers report their
 // peers as not current while all is well. A group no server answers for as
@@ -58,4 +65,24 @@
 //     controller binary and tolerates fields changing between versions.
 //   - Server.Answered requires /jsz as well as /varz: without /jsz the groups
 //     the server hosts cannot be judged.
+//   - Auth.Mode() is "none" for a server without a trusted NATS operator
+//     (it still reports the default system account "$SYS"), "operator" with
+//     one, and "unknown" for a server that reported nothing.
+//   - Server.Clustered (a cluster port is configured) decides whether the
+//     server must name a meta leader: a standalone JetStream server has no
+//     meta group and leads its own streams.
+//   - /jsz pages by account, not by stream (nats-server's offset and limit
+//     apply to accounts), so one account's 2,000 streams come in one page.
+//   - Group members named "peer:<id>" are peers whose server name the leader
+//     does not know yet.
+//
+// # Measured (2 shared cores, nats-server 2.15.2 in process)
+//
+//   - Judge over 10,000 groups: about 63-120 µs and 5 allocations when all
+//     is current; about 150-390 µs and 22 allocations when every group has
+//     a member behind.
+//   - A full observation of one server holding 2,000 streams with a
+//     consumer each: about 56-86 ms, 15 MB allocated.
+//   - A stopped server is seen silent in a few milliseconds (connection
+//     refused); one that accepts and never answers costs the 2 s timeout.
 package observe

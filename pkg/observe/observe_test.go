@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -256,17 +257,26 @@ func TestObserveInOperatorMode(t *testing.T) {
 		}
 	})
 
-	t.Run("a reload reaches the named server", func(t *testing.T) {
-		before := c.server("demo-1").srv.ConfigTime()
+	t.Run("a reload of one server makes it report the new revision", func(t *testing.T) {
+		s := c.server("demo-1")
+		s.revision = "fedcba9876"
+		s.writeConfig(t)
 		if err := sys.Reload(context.Background(), "demo-1"); err != nil {
-			// In-process servers without a config file refuse to reload; the
-			// request still proves the server was reached by id.
-			t.Logf("reload answered: %v", err)
-			if !containsWord(err.Error(), "demo-1") {
-				t.Errorf("reload error %v", err)
+			t.Fatal(err)
+		}
+		snap := o.Observe(context.Background(), target)
+		for _, srv := range snap.Servers {
+			want := testRevision
+			if srv.Name == "demo-1" {
+				want = "fedcba9876"
 			}
-		} else if !c.server("demo-1").srv.ConfigTime().After(before) {
-			t.Error("demo-1 did not reload")
+			if srv.ConfigRevision != want {
+				t.Errorf("%s reports revision %q after reloading demo-1, want %q", srv.Name, srv.ConfigRevision, want)
+			}
+		}
+		t.Logf("after RELOAD of demo-1: %s", revisions(snap))
+		if err := sys.Reload(context.Background(), "demo-"); err == nil {
+			t.Error("Reload(demo-) reached a server")
 		}
 	})
 
@@ -349,6 +359,15 @@ func TestObserveSplitCluster(t *testing.T) {
 			t.Errorf("%s: answered=%v auth=%s missing routes %v; want auth %s missing %v", s.Name, s.Answered, s.Auth.Mode(), s.MissingRoutes, want.mode, want.missing)
 		}
 	}
+}
+
+// revisions reads "demo-0=rev demo-1=rev ...".
+func revisions(snap *Snapshot) string {
+	var parts []string
+	for _, s := range snap.Servers {
+		parts = append(parts, s.Name+"="+s.ConfigRevision)
+	}
+	return strings.Join(parts, " ")
 }
 
 func containsWord(s, word string) bool {

@@ -149,6 +149,13 @@ func (o *Observer) conns(cluster string) (*clusterConns, error) {
 	return c, nil
 }
 
+// current reports whether c is still the cluster's kept connections.
+func (o *Observer) current(cluster string, c *clusterConns) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.clusters[cluster] == c
+}
+
 // Forget releases what the Observer keeps for one cluster (when the cluster
 // is deleted, or its servers all changed).
 func (o *Observer) Forget(cluster string) {
@@ -219,6 +226,10 @@ func (o *Observer) Observe(ctx context.Context, t Target) *Snapshot {
 		wg.Go(func() { reports[i] = o.ask(ctx, c.client, a) })
 	}
 	wg.Wait()
+	if !o.current(t.Cluster, c) {
+		// Forgotten or closed while asking: drop the connections just used.
+		c.transport.CloseIdleConnections()
+	}
 
 	for _, r := range reports {
 		snap.Servers = append(snap.Servers, buildServer(r, snap.Expected))

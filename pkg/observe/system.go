@@ -114,6 +114,11 @@ func (o *Observer) System(ctx context.Context, t Target) (*SystemClient, error) 
 	if err != nil {
 		return nil, fmt.Errorf("connecting to the system account of %s: %w", t.Cluster, err)
 	}
+	if !o.current(t.Cluster, c) {
+		// Forgotten or closed while connecting.
+		nc.Close()
+		return nil, ErrClosed
+	}
 	c.sys = &SystemClient{nc: nc, key: key, timeout: o.opts.RequestTimeout}
 	return c.sys, nil
 }
