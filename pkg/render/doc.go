@@ -20,12 +20,26 @@
 // is rendered. Whether the system credentials Secret exists changes no
 // rendered object, so it is not an input: the controller checks it.
 //
+// SharedObjects renders the Services and the PDB alone: they depend on the
+// cluster's name only, so the controller keeps them in place while the spec
+// cannot render. The names and labels every object gets are exported
+// (ServerName, PodName, ConfigMapName, PVCName, HeadlessServiceName,
+// RouteURL, ServerOrdinal, ClusterLabels, ServerLabels, OwnerReference) for
+// the controller and tests; rendertest holds fixture builders (NatsClusters,
+// NATS trust, creds) and an in-process loopback runner for rendered configs.
+//
+// Fields of the StatefulSet that kube-apiserver would default are rendered
+// with those defaults, so a StatefulSet read back compares equal
+// (apiequality.Semantic) to the rendered one; a test checks this against a
+// real kube-apiserver.
+//
 // # The config revision
 //
 // The revision is the first 10 hex characters of a SHA-256 over, for every
 // server in ordinal order, its nats.conf rendered without the revision and
 // its StatefulSet spec without the revision annotation (JSON, whose maps
-// encoding/json sorts). It is then written into every server's nats.conf as
+// encoding/json sorts, with resource quantities in one canonical form so
+// that 1Gi and 1073741824 give the same revision). It is then written into every server's nats.conf as
 // server_metadata.config_revision and into every pod template as the
 // annotation cluster.nats-operator.io/config-revision. Services and the PDB
 // do not enter it: they never require a server to change. Server.ConfigDigest

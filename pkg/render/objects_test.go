@@ -305,3 +305,15 @@ func TestRenderImportsOnlyWhatItMay(t *testing.T) {
 		}
 	}
 }
+
+func TestSharedObjectsAreTheOnesRenderReturns(t *testing.T) {
+	nc := rt.NewCluster("ns", "demo", rt.JetStream())
+	out, err := render.Render(render.Input{Cluster: nc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared := render.SharedObjects(nc)
+	if diff := cmp.Diff(render.Shared{ClientService: out.ClientService, HeadlessService: out.HeadlessService, PDB: out.PDB}, shared); diff != "" {
+		t.Errorf("SharedObjects differs from Render (-render +shared):\n%s", diff)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
 )
@@ -17,7 +18,9 @@ const (
 )
 
 // statefulSet renders one server's StatefulSet, with the revision annotation
-// set to rev ("" while the revision is being computed).
+// set to rev ("" while the revision is being computed). Fields the API
+// server would default are set to those defaults, so that the StatefulSet
+// read back compares equal (apiequality.Semantic) to the rendered one.
 func statefulSet(nc *clusterv1beta1.NatsCluster, ordinal int32, rev string) *appsv1.StatefulSet {
 	name := ServerName(nc.Name, ordinal)
 	spec := &nc.Spec
@@ -54,6 +57,7 @@ func statefulSet(nc *clusterv1beta1.NatsCluster, ordinal int32, rev string) *app
 		Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{
 			Exec: &corev1.ExecAction{Command: []string{"nats-server", "--signal", "ldm=" + PidFile}},
 		}},
+		TerminationMessagePath:   corev1.TerminationMessagePathDefault,
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 		ImagePullPolicy:          corev1.PullIfNotPresent,
 		SecurityContext: &corev1.SecurityContext{
@@ -70,6 +74,7 @@ func statefulSet(nc *clusterv1beta1.NatsCluster, ordinal int32, rev string) *app
 	volumes := []corev1.Volume{
 		{Name: ConfigVolumeName, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 			LocalObjectReference: corev1.LocalObjectReference{Name: ConfigMapName(nc.Name, ordinal)},
+			DefaultMode:          ptr(corev1.ConfigMapVolumeSourceDefaultMode),
 		}}},
 		{Name: PidVolumeName, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 	}
@@ -91,7 +96,8 @@ func statefulSet(nc *clusterv1beta1.NatsCluster, ordinal int32, rev string) *app
 				Labels:      claimLabels,
 				Annotations: claimAnnotations,
 			},
-			Spec: *vct.Spec.DeepCopy(),
+			Spec:   claimSpec(&vct.Spec),
+			Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimPending},
 		}}
 	} else {
 		volumes = append(volumes, corev1.Volume{Name: DataVolumeName, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
@@ -106,11 +112,22 @@ func statefulSet(nc *clusterv1beta1.NatsCluster, ordinal int32, rev string) *app
 			Selector:            &metav1.LabelSelector{MatchLabels: ServerSelector(nc.Name, ordinal)},
 			ServiceName:         HeadlessServiceName(nc.Name),
 			PodManagementPolicy: appsv1.ParallelPodManagement,
-			UpdateStrategy:      appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType},
+			UpdateStrategy: appsv1.StatefulSetUpdateStrategy{
+				Type:          appsv1.RollingUpdateStatefulSetStrategyType,
+				RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{Partition: ptr(int32(0)), MaxUnavailable: ptr(intstr.FromInt32(1))},
+			},
+			RevisionHistoryLimit: ptr(int32(10)),
+			PersistentVolumeClaimRetentionPolicy: &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
+				WhenDeleted: appsv1.RetainPersistentVolumeClaimRetentionPolicyType,
+				WhenScaled:  appsv1.RetainPersistentVolumeClaimRetentionPolicyType,
+			},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: podLabels, Annotations: annotations},
 				Spec: corev1.PodSpec{
 					Containers:                    []corev1.Container{container},
+					RestartPolicy:                 corev1.RestartPolicyAlways,
+					DNSPolicy:                     corev1.DNSClusterFirst,
+					SchedulerName:                 corev1.DefaultSchedulerName,
 					Volumes:                       volumes,
 					TerminationGracePeriodSeconds: &grace,
 					AutomountServiceAccountToken:  &f,
@@ -137,6 +154,16 @@ func statefulSet(nc *clusterv1beta1.NatsCluster, ordinal int32, rev string) *app
 			VolumeClaimTemplates: claims,
 		},
 	}
+}
+
+// claimSpec is the claim template's spec with the API server's defaults
+// filled in (volumeMode Filesystem), so a template read back compares equal.
+func claimSpec(in *corev1.PersistentVolumeClaimSpec) corev1.PersistentVolumeClaimSpec {
+	out := *in.DeepCopy()
+	if out.VolumeMode == nil {
+		out.VolumeMode = ptr(corev1.PersistentVolumeFilesystem)
+	}
+	return out
 }
 
 func ptr[T any](v T) *T { return &v }
