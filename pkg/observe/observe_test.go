@@ -133,6 +133,18 @@ func TestObserveWithoutAuth(t *testing.T) {
 		}
 	})
 
+	t.Run("an address that reaches another server is that server silent", func(t *testing.T) {
+		swapped := target
+		swapped.Servers = slices.Clone(target.Servers)
+		swapped.Servers[2].MonitorPort = swapped.Servers[0].MonitorPort
+		snap := o.Observe(context.Background(), swapped)
+		if s, _ := snap.Server("demo-2"); s.Answered || snap.Verdict.Reason != clusterv1beta1.ReasonServersSilent {
+			t.Errorf("demo-2 answered=%v err=%q, verdict %s", s.Answered, s.Err, snap.Verdict.Reason)
+		} else {
+			t.Logf("verdict: %s: %s", snap.Verdict.Reason, snap.Verdict.Message)
+		}
+	})
+
 	t.Run("a server shut down is ServersSilent, named, within 3 s", func(t *testing.T) {
 		c.server("demo-1").stop()
 		snap := o.Observe(context.Background(), target)

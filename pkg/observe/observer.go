@@ -273,6 +273,12 @@ func (o *Observer) ask(ctx context.Context, client *http.Client, a ServerAddr) *
 		r.fatal = err.Error()
 		return r
 	}
+	if r.varz.Name != a.Name {
+		// The address reached another server (a pod IP reused, a stale
+		// address): the expected server did not answer.
+		r.fatal = fmt.Sprintf("%s answered as server %q", a.Host, r.varz.Name)
+		return r
+	}
 
 	var (
 		wg      sync.WaitGroup

@@ -40,8 +40,9 @@ type Server struct {
 	Name string
 	// Host is the address the server was asked at.
 	Host string
-	// Answered is true when /varz and (with JetStream) /jsz both answered.
-	// A server that did not answer is never taken as fine.
+	// Answered is true when /varz answered with the expected server name
+	// and /jsz answered too. A server that did not answer is never taken as
+	// fine; an address that reaches another server counts as not answering.
 	Answered bool
 	// Err says why the server did not answer, or what else failed
 	// (/routez, /healthz, /gatewayz failures leave Answered true).
