@@ -15,9 +15,11 @@ import (
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
 )
 
-// Lame duck settings. nats-server refuses a lame_duck_duration under 30s;
-// the server exits about grace period + duration after the preStop signal,
-// well inside the termination grace period.
+// Lame duck settings. nats-server refuses a lame_duck_duration under 30s.
+// On the preStop signal the server moves its Raft leaders away, shuts
+// JetStream down, stops accepting clients, waits the grace period, then
+// closes its clients spread over the rest of the duration: it exits about
+// 30s after the signal, well inside the 60s termination grace period.
 const (
 	LameDuckGracePeriodSeconds    = 10
 	LameDuckDurationSeconds       = 30

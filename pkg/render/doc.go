@@ -54,8 +54,10 @@
 //     directory /data/resolver, pid file /var/run/nats/nats.pid (emptyDir
 //     "pid").
 //   - Lame duck: lame_duck_grace_period 10s, lame_duck_duration 30s (the
-//     server's minimum), terminationGracePeriodSeconds 60. nats-server ignores
-//     SIGTERM while in lame duck mode, so the preStop signal decides the exit.
+//     server's minimum; the grace period is part of it, so the server exits
+//     about 30s after the preStop signal), terminationGracePeriodSeconds 60.
+//     nats-server ignores SIGTERM while in lame duck mode, so the preStop
+//     signal decides the exit.
 //   - Probes (HTTP GET on port 8222), chosen by spec.version; see probes.go:
 //     from 2.11 on, startup /healthz?js-meta-only=true, readiness
 //     /healthz?js-server-only=true, liveness /healthz?js-enabled-only=true.
