@@ -117,9 +117,9 @@ func (c *LocalCluster) ClientURLs() string {
 }
 
 // LocalAddresses picks a free loopback port triple and a directory under
-// t.TempDir() for every server of out, keyed by ordinal, and the route host
-// map LocalizeConfig wants.
-func LocalAddresses(t testing.TB, out *render.Output, cluster, namespace string) ([]Local, map[string]Local) {
+// t.TempDir() for every server of out (rendered for namespace/cluster), by
+// ordinal, and the route host map LocalizeConfig wants.
+func LocalAddresses(t testing.TB, out *render.Output, namespace, cluster string) ([]Local, map[string]Local) {
 	t.Helper()
 	base := t.TempDir()
 	locals := make([]Local, len(out.Servers))
@@ -148,7 +148,7 @@ func LocalAddresses(t testing.TB, out *render.Output, cluster, namespace string)
 // at the end of the test.
 func StartLocalCluster(t testing.TB, out *render.Output, namespace, cluster string) *LocalCluster {
 	t.Helper()
-	locals, routes := LocalAddresses(t, out, cluster, namespace)
+	locals, routes := LocalAddresses(t, out, namespace, cluster)
 	lc := &LocalCluster{Locals: locals}
 	for i, s := range out.Servers {
 		cfg, err := LocalizeConfig(s.Config, locals[i], routes)
