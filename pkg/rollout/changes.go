@@ -44,11 +44,14 @@ const (
 	ChangeSystemAccount   ChangeKind = "SystemAccount"
 	ChangeClusterName     ChangeKind = "ClusterName"
 	ChangeJetStreamDomain ChangeKind = "JetStreamDomain"
-	ChangeJetStream       ChangeKind = "JetStream"
-	ChangeVersion         ChangeKind = "Version"
-	ChangeJetStreamLimits ChangeKind = "JetStreamLimits"
-	ChangeServerTags      ChangeKind = "ServerTags"
-	ChangeAccounts        ChangeKind = "Accounts"
+	// ChangeJetStreamDomainAddRemove is a domain added or removed: nats-server
+	// treats an empty domain as the same as any (sameDomain in events.go).
+	ChangeJetStreamDomainAddRemove ChangeKind = "JetStreamDomainAddRemove"
+	ChangeJetStream                ChangeKind = "JetStream"
+	ChangeVersion                  ChangeKind = "Version"
+	ChangeJetStreamLimits          ChangeKind = "JetStreamLimits"
+	ChangeServerTags               ChangeKind = "ServerTags"
+	ChangeAccounts                 ChangeKind = "Accounts"
 )
 
 // Effect is what a kind of change does to a cluster rolled one server at a
@@ -72,24 +75,32 @@ type Effect struct {
 // processes on the old and the new config side by side and asserts that this
 // table equals what they did.
 var effects = map[ChangeKind]Effect{
-	ChangeAddAuth:         {Splits: true, ResetsJetStream: true, What: "adding auth"},
-	ChangeRemoveAuth:      {Splits: true, ResetsJetStream: true, What: "removing auth"},
-	ChangeOperator:        {Splits: true, ResetsJetStream: true, What: "another NATS operator"},
-	ChangeSystemAccount:   {Splits: true, ResetsJetStream: true, What: "another system account"},
-	ChangeClusterName:     {Splits: true, ResetsJetStream: false, What: "another cluster name"},
-	ChangeJetStreamDomain: {Splits: true, ResetsJetStream: false, What: "another JetStream domain"},
-	ChangeJetStream:       {Splits: false, ResetsJetStream: false, What: "turning JetStream on or off"},
-	ChangeVersion:         {Splits: false, ResetsJetStream: false, What: "another nats-server version"},
-	ChangeJetStreamLimits: {Splits: false, ResetsJetStream: false, What: "other JetStream limits"},
-	ChangeServerTags:      {Splits: false, ResetsJetStream: false, What: "other server tags"},
-	ChangeAccounts:        {Splits: false, ResetsJetStream: false, What: "other preloaded accounts"},
+	ChangeAddAuth: {Splits: true, ResetsJetStream: true, What: "adding auth",
+		Why: "a server with auth and one without cannot route to each other"},
+	ChangeRemoveAuth: {Splits: true, ResetsJetStream: true, What: "removing auth",
+		Why: "a server with auth and one without cannot route to each other"},
+	ChangeOperator: {Splits: true, ResetsJetStream: true, What: "another NATS operator",
+		Why: "servers with different system accounts route but cannot form one JetStream meta group"},
+	ChangeSystemAccount: {Splits: true, ResetsJetStream: true, What: "another system account",
+		Why: "servers with different system accounts route but cannot form one JetStream meta group"},
+	ChangeClusterName: {Splits: true, What: "another cluster name",
+		Why: "servers with different cluster names refuse each other's routes"},
+	ChangeJetStream: {Splits: true, What: "turning JetStream on or off",
+		Why: "servers with and without JetStream cannot keep one JetStream meta group (and every stream replica) current"},
+	ChangeJetStreamDomain: {Splits: true, What: "another JetStream domain",
+		Why: "servers in different JetStream domains route but cannot form one JetStream meta group"},
+	ChangeJetStreamDomainAddRemove: {What: "adding or removing the JetStream domain"},
+	ChangeVersion:                  {What: "another nats-server version"},
+	ChangeJetStreamLimits:          {What: "other JetStream limits"},
+	ChangeServerTags:               {What: "other server tags"},
+	ChangeAccounts:                 {What: "other preloaded accounts"},
 }
 
 // changeOrder is the order Changes lists kinds in: auth first, so the hold
 // reason and message name the most consequential change.
 var changeOrder = []ChangeKind{
 	ChangeAddAuth, ChangeRemoveAuth, ChangeOperator, ChangeSystemAccount,
-	ChangeClusterName, ChangeJetStreamDomain, ChangeJetStream, ChangeVersion,
+	ChangeClusterName, ChangeJetStreamDomain, ChangeJetStream, ChangeJetStreamDomainAddRemove, ChangeVersion,
 	ChangeJetStreamLimits, ChangeServerTags, ChangeAccounts,
 }
 
@@ -141,7 +152,11 @@ func Classify(running, target ConfigFacts) []Change {
 		add(ChangeClusterName, running.ClusterName, target.ClusterName)
 	}
 	if running.JetStream && target.JetStream && running.JetStreamDomain != target.JetStreamDomain {
-		add(ChangeJetStreamDomain, running.JetStreamDomain, target.JetStreamDomain)
+		if running.JetStreamDomain != "" && target.JetStreamDomain != "" {
+			add(ChangeJetStreamDomain, running.JetStreamDomain, target.JetStreamDomain)
+		} else {
+			add(ChangeJetStreamDomainAddRemove, running.JetStreamDomain, target.JetStreamDomain)
+		}
 	}
 	if running.JetStream != target.JetStream {
 		add(ChangeJetStream, onOff(running.JetStream), onOff(target.JetStream))

@@ -175,6 +175,35 @@ func TestPlan(t *testing.T) {
 			},
 		},
 		{
+			name: "moving from one JetStream domain to another is held with UnsupportedChange",
+			in:   cluster(3, running(func(f *ConfigFacts) { f.JetStreamDomain = "east" }), target(func(f *ConfigFacts) { f.JetStreamDomain = "west" })),
+			want: want{
+				holdReason: clusterv1beta1.ReasonUnsupportedChange, waitingFor: restartAllKey,
+				status: metav1.ConditionFalse, reason: clusterv1beta1.ReasonUnsupportedChange,
+				contains:   []string{"another JetStream domain (east -> west) cannot roll out one server at a time: servers in different JetStream domains route but cannot form one JetStream meta group"},
+				anyRollout: true, changes: []ChangeKind{ChangeJetStreamDomain},
+			},
+		},
+		{
+			name: "adding a JetStream domain rolls one server at a time",
+			in:   cluster(3, target(func(f *ConfigFacts) { f.JetStreamDomain = "hub" })),
+			want: want{
+				step:   &Step{Kind: RestartOne, Servers: []string{"demo-2"}},
+				status: metav1.ConditionTrue, reason: clusterv1beta1.ReasonRollingRestart, anyRollout: true,
+				changes: []ChangeKind{ChangeJetStreamDomainAddRemove},
+			},
+		},
+		{
+			name: "turning JetStream on is held with UnsupportedChange and nothing is reset",
+			in:   cluster(3, running(func(f *ConfigFacts) { f.JetStream = false }), metaMembers(), streams(orders)),
+			want: want{
+				holdReason: clusterv1beta1.ReasonUnsupportedChange, waitingFor: restartAllKey,
+				status: metav1.ConditionFalse, reason: clusterv1beta1.ReasonUnsupportedChange,
+				contains:   []string{"turning JetStream on or off (off -> on) cannot roll out one server at a time"},
+				anyRollout: true, changes: []ChangeKind{ChangeJetStream},
+			},
+		},
+		{
 			name: "force-step does not push a server through a held transition",
 			in:   cluster(3, addAuth, annotate(forceStepKey, "demo-2")),
 			want: want{
