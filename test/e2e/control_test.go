@@ -1,0 +1,233 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+
+	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
+	"github.com/nats-operator/nats-operator/test/framework"
+)
+
+// waitDeletions waits until the tracker has seen n pod deletions start.
+func waitDeletions(t *testing.T, tr *framework.Tracker, n int, timeout time.Duration) []framework.PodEvent {
+	t.Helper()
+	var d []framework.PodEvent
+	framework.Eventually(t, timeout, 50*time.Millisecond, fmt.Sprintf("%d restarts", n), func() (bool, string) {
+		d = tr.Deletions()
+		return len(d) >= n, fmt.Sprintf("%d so far", len(d))
+	})
+	return d
+}
+
+func checkRestartedOnce(t *testing.T, tr *framework.Tracker) {
+	t.Helper()
+	uids := tr.UIDs()
+	for _, srv := range servers {
+		if got := uids[srv+"-0"]; len(got) != 2 {
+			t.Errorf("pod %s-0 had UIDs %v, want exactly 2 (restarted exactly once)", srv, got)
+		}
+	}
+}
+
+// With rollout.paused set mid-rollout no further step starts for 60 s and
+// Progressing reads RolloutPaused; force-step pushes the next server through
+// and the annotation is removed.
+func TestPauseAndForceStep(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	s := framework.StartStack(ctx, t)
+	s.CreateNamespace(ctx, t, "nats")
+	s.ApplyExample(ctx, t, "nats", "natscluster-jetstream.yaml", setVersion("2.15.1"))
+	s.WaitSettledUpToDate(ctx, t, "nats", "demo", 3*time.Minute)
+	tr, err := s.StartTracker(ctx, "nats", "demo", servers, 200*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Stop()
+	time.Sleep(300 * time.Millisecond)
+
+	patchCluster(ctx, t, s, `{"spec":{"version":"2.15.2"}}`)
+	first := waitDeletions(t, tr, 1, 2*time.Minute)[0]
+	patchCluster(ctx, t, s, `{"spec":{"rollout":{"paused":true}}}`)
+	t.Logf("paused right after the first step (%s)", first.Pod)
+
+	framework.Eventually(t, time.Minute, 250*time.Millisecond, "Progressing RolloutPaused", func() (bool, string) {
+		nc, err := s.Cluster(ctx, "nats", "demo")
+		if err != nil {
+			return false, err.Error()
+		}
+		return framework.ConditionIs(nc, clusterv1beta1.ConditionProgressing, metav1.ConditionTrue, clusterv1beta1.ReasonRolloutPaused)
+	})
+	pausedAt := time.Now()
+	for time.Since(pausedAt) < 60*time.Second {
+		if d := tr.Deletions(); len(d) > 1 {
+			t.Fatalf("a step was taken while paused: %+v", d[1])
+		}
+		nc, err := s.Cluster(ctx, "nats", "demo")
+		if err == nil {
+			if ok, msg := framework.ConditionIs(nc, clusterv1beta1.ConditionProgressing, metav1.ConditionTrue, clusterv1beta1.ReasonRolloutPaused); !ok {
+				t.Fatalf("while paused: %s", msg)
+			}
+		}
+		time.Sleep(time.Second)
+	}
+	nc, _ := s.Cluster(ctx, "nats", "demo")
+	t.Logf("60 s paused, no step; Progressing: %s", framework.Conditions(nc))
+	if nc.Status.Rollout == nil || len(nc.Status.Rollout.Pending) == 0 {
+		t.Fatalf("status.rollout while paused: %+v", nc.Status.Rollout)
+	}
+	next := nc.Status.Rollout.Pending[0]
+	if nc.Status.Rollout.Current != "" {
+		next = nc.Status.Rollout.Current
+		if nc.Status.Rollout.Current == first.Pod[:len(first.Pod)-2] {
+			next = nc.Status.Rollout.Pending[0]
+		}
+	}
+
+	patchCluster(ctx, t, s, fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, clusterv1beta1.AnnotationForceStep, next))
+	d := waitDeletions(t, tr, 2, time.Minute)
+	if got := d[1].Pod; got != next+"-0" {
+		t.Errorf("force-step %s restarted %s", next, got)
+	}
+	framework.Eventually(t, 30*time.Second, 250*time.Millisecond, "the force-step annotation to be removed", func() (bool, string) {
+		nc, err := s.Cluster(ctx, "nats", "demo")
+		if err != nil {
+			return false, err.Error()
+		}
+		v, ok := nc.Annotations[clusterv1beta1.AnnotationForceStep]
+		return !ok, "still " + v
+	})
+	time.Sleep(5 * time.Second)
+	if d := tr.Deletions(); len(d) != 2 {
+		t.Errorf("after one force-step %d restarts, want 2: %+v", len(d), d)
+	}
+
+	patchCluster(ctx, t, s, `{"spec":{"rollout":{"paused":false}}}`)
+	s.WaitSettledUpToDate(ctx, t, "nats", "demo", 5*time.Minute)
+	tr.Stop()
+	checkRestartedOnce(t, tr)
+}
+
+// The operator killed with SIGKILL between two steps, and again right after
+// a step's write, completes the rollout when restarted, and every server is
+// restarted exactly once.
+func TestOperatorCrashMidRollout(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	s := framework.StartStack(ctx, t)
+	s.CreateNamespace(ctx, t, "nats")
+	s.ApplyExample(ctx, t, "nats", "natscluster-jetstream.yaml", setVersion("2.15.1"))
+	nc := s.WaitSettledUpToDate(ctx, t, "nats", "demo", 3*time.Minute)
+	order := expectedOrder(nc.Status.JetStream.MetaLeader)
+	tr, err := s.StartTracker(ctx, "nats", "demo", servers, 200*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Stop()
+
+	// Kill the operator the moment the second server's StatefulSet template
+	// is written: right after a step's write, before anything else.
+	w, err := s.Kube.AppsV1().StatefulSets("nats").Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + order[1]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	time.Sleep(300 * time.Millisecond)
+
+	patchCluster(ctx, t, s, `{"spec":{"version":"2.15.2"}}`)
+	waitDeletions(t, tr, 1, 2*time.Minute)
+	s.Operator.Kill()
+	t.Logf("killed the operator between steps (after %s)", order[0])
+	time.Sleep(3 * time.Second)
+	s.Operator.Start()
+
+	oldRev := nc.Status.Config.Revision
+	killed := false
+	for ev := range w.ResultChan() {
+		if ev.Type != watch.Modified {
+			continue
+		}
+		sts, ok := ev.Object.(*appsv1.StatefulSet)
+		if !ok {
+			continue
+		}
+		if rev := sts.Spec.Template.Annotations[clusterv1beta1.AnnotationConfigRevision]; rev != "" && rev != oldRev {
+			s.Operator.Kill()
+			killed = true
+			t.Logf("killed the operator right after it wrote %s's template (revision %s)", order[1], rev)
+			break
+		}
+	}
+	if !killed {
+		t.Fatal("did not see the second step's write")
+	}
+	time.Sleep(3 * time.Second)
+	s.Operator.Start()
+
+	s.WaitSettledUpToDate(ctx, t, "nats", "demo", 5*time.Minute)
+	framework.Eventually(t, time.Minute, 250*time.Millisecond, "every server on 2.15.2", func() (bool, string) {
+		got, _ := s.Cluster(ctx, "nats", "demo")
+		return got.Status.Version == "2.15.2", fmt.Sprintf("%+v", got.Status.Servers)
+	})
+	time.Sleep(3 * time.Second)
+	tr.Stop()
+	checkRestartedOnce(t, tr)
+	var got []string
+	for _, d := range tr.Deletions() {
+		got = append(got, d.Pod[:len(d.Pod)-2])
+	}
+	t.Logf("restart order %v (want %v)", got, order)
+	if fmt.Sprint(got) != fmt.Sprint(order) {
+		t.Errorf("restart order %v, want %v", got, order)
+	}
+}
+
+// A ConfigMap demo-0-config made beforehand by someone else is not
+// overwritten; Progressing is False ReconcileFailed naming it.
+func TestNameCollisionIsReported(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	s := framework.StartStack(ctx, t)
+	s.CreateNamespace(ctx, t, "nats")
+	theirs := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "demo-0-config", Namespace: "nats"},
+		Data:       map[string]string{"nats.conf": "someone else's"},
+	}
+	if _, err := s.Kube.CoreV1().ConfigMaps("nats").Create(ctx, theirs, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s.ApplyExample(ctx, t, "nats", "natscluster-jetstream.yaml", nil)
+	framework.Eventually(t, time.Minute, 250*time.Millisecond, "Progressing ReconcileFailed", func() (bool, string) {
+		nc, err := s.Cluster(ctx, "nats", "demo")
+		if err != nil {
+			return false, err.Error()
+		}
+		ok, msg := framework.ConditionIs(nc, clusterv1beta1.ConditionProgressing, metav1.ConditionFalse, clusterv1beta1.ReasonReconcileFailed)
+		if ok {
+			t.Logf("Progressing: %s", framework.Conditions(nc))
+		}
+		return ok, msg
+	})
+	nc, _ := s.Cluster(ctx, "nats", "demo")
+	for _, c := range nc.Status.Conditions {
+		if c.Type == clusterv1beta1.ConditionProgressing && !strings.Contains(c.Message, "ConfigMap nats/demo-0-config") {
+			t.Errorf("message %q does not name ConfigMap nats/demo-0-config", c.Message)
+		}
+	}
+	time.Sleep(3 * time.Second)
+	cm, err := s.Kube.CoreV1().ConfigMaps("nats").Get(ctx, "demo-0-config", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cm.Data["nats.conf"] != "someone else's" || len(cm.OwnerReferences) != 0 {
+		t.Errorf("the controller changed someone else's ConfigMap: %+v", cm)
+	}
+}
