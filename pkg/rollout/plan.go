@@ -397,8 +397,11 @@ func (p *planner) current(gate gateResult) string {
 	return ""
 }
 
-// position is the 1-based place of a step among all servers: with a current
-// server, its own place; before a step, the place of the next server.
+// position is the 1-based place of a step among all servers, counted as the
+// servers whose template is the target: with a current server, its own place;
+// before a step, the place of the next server. For demo-0..demo-2 with demo-2
+// already stepped: current demo-2 -> 1 ("restarting demo-2 (1 of 3)"); no
+// current -> 2 ("before restarting demo-1 (2 of 3)").
 func (p *planner) position(cur string) int {
 	if cur != "" {
 		return len(p.stepped)
