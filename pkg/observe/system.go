@@ -38,6 +38,21 @@ var ErrNoSystemCredentials = errors.New("no system credentials")
 // ErrServerNotFound is returned when no server of the given name answered.
 var ErrServerNotFound = errors.New("server not found")
 
+// Errors of the JetStream API that callers act on (nats-server errors.json).
+var (
+	// ErrNotMember: the server is not (or no longer) a member of the meta
+	// group; after a RemovePeer that timed out, it means the removal is done.
+	ErrNotMember = errors.New("server is not a member of the meta group")
+	// ErrMemberChangeInProgress: another peer removal is being committed.
+	ErrMemberChangeInProgress = errors.New("a meta group member change is in progress")
+)
+
+// JetStream API error codes (err_code) mapped to the errors above.
+const (
+	errCodeNotMember              = 10044
+	errCodeMemberChangeInProgress = 10202
+)
+
 // SystemClient is a connection to a cluster's system account, for what only
 // $SYS can do: reload one server, remove a JetStream peer, make the meta
 // leader step down, and fan-out requests. It connects to the pod addresses
@@ -219,6 +234,9 @@ func (c *SystemClient) Ping(ctx context.Context, kind string, names ...string) (
 	if len(names) == 1 {
 		body, _ = json.Marshal(map[string]any{"server_name": names[0], "exact_match": true})
 	}
+	if err := c.ready(ctx); err != nil {
+		return nil, err
+	}
 	inbox := c.nc.NewRespInbox()
 	ch := make(chan *nats.Msg, 64)
 	sub, err := c.nc.ChanSubscribe(inbox, ch)
@@ -327,6 +345,10 @@ type jsResponse struct {
 
 // RemovePeer removes the named server from the JetStream meta group
 // ($JS.API.SERVER.REMOVE); the server should be shut down for good first.
+// The meta leader answers only once the removal is committed, so a timeout
+// does not say it failed: observe the meta group and ask again. An error
+// wrapping ErrNotMember then means the server is already gone;
+// ErrMemberChangeInProgress means a removal is still being committed.
 func (c *SystemClient) RemovePeer(ctx context.Context, name string) error {
 	req, _ := json.Marshal(map[string]string{"peer": name})
 	return c.jsRequest(ctx, subjectPeerRemove, req, "removing JetStream peer "+name)
@@ -353,6 +375,12 @@ func (c *SystemClient) jsRequest(ctx context.Context, subject string, req []byte
 		return fmt.Errorf("%s: decoding the response: %w", what, err)
 	}
 	if r.Error != nil {
+		switch r.Error.ErrCode {
+		case errCodeNotMember:
+			return fmt.Errorf("%s: %w: %w", what, ErrNotMember, r.Error)
+		case errCodeMemberChangeInProgress:
+			return fmt.Errorf("%s: %w: %w", what, ErrMemberChangeInProgress, r.Error)
+		}
 		return fmt.Errorf("%s: %w", what, r.Error)
 	}
 	if !r.Success {
@@ -361,7 +389,38 @@ func (c *SystemClient) jsRequest(ctx context.Context, subject string, req []byte
 	return nil
 }
 
+// ready makes sure the connection works before a request goes out: a
+// request published just after its server went away (a restart) is lost
+// without an error, and the caller would wait the whole timeout for a reply
+// that cannot come. A PING round trip shows the connection alive; while it
+// reconnects to another server, ready waits, up to the timeout.
+func (c *SystemClient) ready(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	for {
+		if c.nc.IsClosed() {
+			return nats.ErrConnectionClosed
+		}
+		if c.nc.IsConnected() {
+			fctx, fcancel := context.WithTimeout(ctx, c.timeout/4)
+			err := c.nc.FlushWithContext(fctx)
+			fcancel()
+			if err == nil {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the system account connection is not ready: %w", ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
 func (c *SystemClient) request(ctx context.Context, subject string, body []byte) ([]byte, error) {
+	if err := c.ready(ctx); err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	m, err := c.nc.RequestWithContext(ctx, subject, body)
