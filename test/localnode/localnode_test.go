@@ -47,7 +47,8 @@ func TestMain(m *testing.M) {
 // every process it started is gone.
 func startNode(t *testing.T, env *testenv.Env, name string) *localnode.Node {
 	t.Helper()
-	node, err := localnode.New(env.Config, localnode.Options{Root: t.TempDir(), NodeName: name})
+	root := t.TempDir()
+	node, err := localnode.New(env.Config, localnode.Options{Root: root, NodeName: name})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,6 +59,13 @@ func startNode(t *testing.T, env *testenv.Env, name string) *localnode.Node {
 	}
 	t.Cleanup(func() {
 		node.Stop()
+		if t.Failed() {
+			logs, _ := filepath.Glob(filepath.Join(root, "logs", "*.log"))
+			for _, l := range logs {
+				b, _ := os.ReadFile(l)
+				t.Logf("tail of %s:\n%s", filepath.Base(l), tail(string(b), 1500))
+			}
+		}
 		pids := node.PIDs()
 		if alive := waitDead(pids, 5*time.Second); len(alive) > 0 {
 			t.Errorf("processes outlived the node: %v", alive)
@@ -130,7 +138,7 @@ func serverConfig(ns string, i int, extra string) string {
   "http": "0.0.0.0:8222",
   "pid_file": "/var/run/nats/nats.pid",
   "lame_duck_grace_period": "1s",
-  "lame_duck_duration": "10s",%s
+  "lame_duck_duration": "30s",%s
   "jetstream": {"store_dir": "/data/jetstream", "max_memory_store": 67108864, "max_file_store": 1073741824},
   "cluster": {"name": "demo", "listen": "0.0.0.0:6222", "routes": [%s]}
 }`, i, extra, strings.Join(routes, ", "))
@@ -223,31 +231,32 @@ type jsz struct {
 	} `json:"account_details"`
 }
 
-// streamState returns the messages of a stream on the server at ip, and
-// whether its leader sees every peer current.
-func streamState(ip, stream string) (uint64, bool, error) {
+// streamState returns the messages of a stream on the server at ip, its
+// leader's server name, and whether every peer is current (only the
+// leader's view knows).
+func streamState(ip, stream string) (uint64, string, bool, error) {
 	resp, err := http.Get("http://" + ip + ":8222/jsz?streams=true")
 	if err != nil {
-		return 0, false, err
+		return 0, "", false, err
 	}
 	defer resp.Body.Close()
 	var j jsz
 	if err := json.NewDecoder(resp.Body).Decode(&j); err != nil {
-		return 0, false, err
+		return 0, "", false, err
 	}
 	for _, a := range j.Accounts {
 		for _, s := range a.Streams {
 			if s.Name != stream {
 				continue
 			}
-			current := s.Cluster.Leader != ""
+			current := len(s.Cluster.Replicas) == 2
 			for _, r := range s.Cluster.Replicas {
 				current = current && r.Current
 			}
-			return s.State.Msgs, current, nil
+			return s.State.Msgs, s.Cluster.Leader, current, nil
 		}
 	}
-	return 0, false, fmt.Errorf("server %s has no stream %s", ip, stream)
+	return 0, "", false, fmt.Errorf("server %s has no stream %s", ip, stream)
 }
 
 func TestStatefulSetsRunANATSClusterThroughDeletionKillAndConfigEdit(t *testing.T) {
@@ -415,14 +424,24 @@ func TestStatefulSetsRunANATSClusterThroughDeletionKillAndConfigEdit(t *testing.
 		t.Errorf("recreated pod does not use the claim directory %s: config %s:\n%s", claimDir, configAfter, conf)
 	}
 	took = eventually(t, 60*time.Second, "every replica current with 1000 messages", func() error {
-		for name, ip := range map[string]string{"demo-0-0": node.PodAddress(ns, "demo-0-0"), "demo-1-0": node.PodAddress(ns, "demo-1-0"), "demo-2-0": node.PodAddress(ns, "demo-2-0")} {
-			msgs, current, err := streamState(ip, "ORDERS")
+		leader := ""
+		for i := 0; i < 3; i++ {
+			name := fmt.Sprintf("demo-%d-0", i)
+			msgs, l, _, err := streamState(node.PodAddress(ns, name), "ORDERS")
 			if err != nil {
 				return err
 			}
-			if msgs != 1000 || !current {
-				return fmt.Errorf("%s: %d messages, current %v", name, msgs, current)
+			if msgs != 1000 || l == "" {
+				return fmt.Errorf("%s: %d messages, leader %q", name, msgs, l)
 			}
+			leader = l
+		}
+		_, _, current, err := streamState(node.PodAddress(ns, leader+"-0"), "ORDERS")
+		if err != nil {
+			return err
+		}
+		if !current {
+			return fmt.Errorf("leader %s does not see both replicas current", leader)
 		}
 		return nil
 	})

@@ -132,8 +132,9 @@ func New(cfg *rest.Config, opts Options) (*Node, error) {
 }
 
 // Start registers the node, waits for the caches and starts running pods.
-// It returns once the node is Ready; Stop ends it.
-func (n *Node) Start(ctx context.Context) error {
+// It returns once the node is Ready; ctx bounds only the start, Stop ends
+// the node.
+func (n *Node) Start(startCtx context.Context) error {
 	n.mu.Lock()
 	if n.started {
 		n.mu.Unlock()
@@ -141,9 +142,9 @@ func (n *Node) Start(ctx context.Context) error {
 	}
 	n.started = true
 	n.mu.Unlock()
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := context.WithCancel(context.WithoutCancel(startCtx))
 	n.cancel = cancel
-	if err := n.register(ctx); err != nil {
+	if err := n.register(startCtx); err != nil {
 		cancel()
 		return err
 	}
@@ -165,7 +166,7 @@ func (n *Node) Start(ctx context.Context) error {
 	n.factory.Core().V1().Secrets().Informer()
 	n.factory.Core().V1().PersistentVolumeClaims().Informer()
 	n.factory.Start(ctx.Done())
-	for typ, ok := range n.factory.WaitForCacheSync(ctx.Done()) {
+	for typ, ok := range n.factory.WaitForCacheSync(startCtx.Done()) {
 		if !ok {
 			cancel()
 			return fmt.Errorf("localnode: cache of %v did not sync", typ)
