@@ -53,4 +53,23 @@ func TestCreateExampleCluster(t *testing.T) {
 	if nc.Status.JetStream == nil || nc.Status.JetStream.MetaLeader == "" {
 		t.Errorf("status.jetstream.metaLeader not set: %+v", nc.Status.JetStream)
 	}
+
+	// Idle: once settled and up to date, the operator observes every 30 s
+	// and writes nothing.
+	time.Sleep(5 * time.Second)
+	before, ok := s.Operator.Metric("nats_operator_api_writes_total")
+	if !ok {
+		t.Fatal("nats_operator_api_writes_total not exposed")
+	}
+	syncsBefore, _ := s.Operator.Metric("workqueue_adds_total", `name="natscluster"`)
+	time.Sleep(60 * time.Second)
+	after, _ := s.Operator.Metric("nats_operator_api_writes_total")
+	syncsAfter, _ := s.Operator.Metric("workqueue_adds_total", `name="natscluster"`)
+	t.Logf("idle 60 s: %v API writes (total %v), %v syncs queued", after-before, after, syncsAfter-syncsBefore)
+	if after != before {
+		t.Errorf("the operator made %v API writes in 60 idle seconds, want 0", after-before)
+	}
+	if syncsAfter-syncsBefore < 1 {
+		t.Errorf("no sync in 60 idle seconds: the cluster is not observed")
+	}
 }
