@@ -78,11 +78,14 @@
 //
 // # Measured (2 shared cores, nats-server 2.15.2 in process)
 //
-//   - Judge over 10,000 groups: about 63-120 µs and 5 allocations when all
-//     is current; about 150-390 µs and 22 allocations when every group has
-//     a member behind.
+//   - Judge over 10,000 groups: about 61-123 µs and 5 allocations (216 B)
+//     when all is current; about 142-390 µs and 23 allocations when every
+//     group has a member behind.
 //   - A full observation of one server holding 2,000 streams with a
-//     consumer each: about 56-86 ms, 15 MB allocated.
+//     consumer each: about 39-86 ms, 15 MB and 61,000 allocations.
 //   - A stopped server is seen silent in a few milliseconds (connection
 //     refused); one that accepts and never answers costs the 2 s timeout.
+//   - After a server restarts with 10,000 messages to catch up, the verdict
+//     reads GroupsCatchingUp (the server names no meta leader yet, then its
+//     streams lag) for about 2-3 s, then AllGroupsCurrent.
 package observe

@@ -36,12 +36,14 @@ const maxNamed = 5
 //  1. No server expected: Unknown ObservationFailed (nothing could be asked).
 //  2. Every expected server answered, else False ServersSilent. A server
 //     that did not answer is never taken as fine.
-//  3. Every answering clustered JetStream server names the same meta leader
-//     and every group has a leader, else False GroupsLeaderless.
+//  3. The meta group has a leader that no answering clustered JetStream
+//     server contradicts (naming another is a split), and every group has a
+//     leader, else False GroupsLeaderless.
 //  4. Every member of every group is online, and every expected JetStream
 //     server is a member of the meta group, else False MembersOffline.
-//  5. Every member is current with no lag and none is pending, else False
-//     GroupsCatchingUp.
+//  5. Every member is current with no lag and none is pending, and every
+//     clustered JetStream server names the meta leader (a restarted server
+//     names none until it has caught up), else False GroupsCatchingUp.
 //
 // Otherwise True AllGroupsCurrent. Routes are not checked: a cluster can show
 // every route while the system account's route is refused, so the meta group
@@ -88,15 +90,22 @@ func Judge(expected []string, servers []Server, groups []Group) Verdict {
 		}
 	}
 	var leaderless names
-	disagree := jetStream && (len(leaders) != 1 || leaders[""] != nil)
 	for i := range groups {
 		if groups[i].Leader == "" {
 			leaderless.add(&groups[i])
 		}
 	}
-	if jetStream && meta == nil && !disagree {
-		disagree = true
+	// Servers naming different leaders is a split; servers naming none
+	// while the meta group has a leader that the others name are still
+	// catching up (a restarted server learns the leader within a second or
+	// two), judged with the members below.
+	named := len(leaders)
+	unaware := leaders[""]
+	if unaware != nil {
+		named--
 	}
+	disagree := jetStream && (named > 1 || meta == nil || meta.Leader == "" ||
+		(named == 1 && leaders[meta.Leader] == nil) || (named == 0 && unaware != nil))
 	if disagree || leaderless.n > 0 {
 		var parts []string
 		if disagree {
@@ -155,13 +164,20 @@ func Judge(expected []string, servers []Server, groups []Group) Verdict {
 		return Verdict{Status: metav1.ConditionFalse, Reason: clusterv1beta1.ReasonMembersOffline, Message: strings.Join(parts, "; ")}
 	}
 
-	// 5. Members not current.
-	if behind.n > 0 {
-		msg := strings.Join(sortedKeys(behindServers), ", ") + " catching up in " + behind.message("")
-		if maxLag > 0 {
-			msg += " (lag up to " + strconv.FormatUint(maxLag, 10) + ")"
+	// 5. Members not current, and servers not naming the meta leader yet.
+	if behind.n > 0 || (jetStream && unaware != nil) {
+		var parts []string
+		if jetStream && unaware != nil {
+			parts = append(parts, strings.Join(unaware, ", ")+" not naming the meta leader "+meta.Leader+" yet")
 		}
-		return Verdict{Status: metav1.ConditionFalse, Reason: clusterv1beta1.ReasonGroupsCatchingUp, Message: msg}
+		if behind.n > 0 {
+			msg := strings.Join(sortedKeys(behindServers), ", ") + " catching up in " + behind.message("")
+			if maxLag > 0 {
+				msg += " (lag up to " + strconv.FormatUint(maxLag, 10) + ")"
+			}
+			parts = append(parts, msg)
+		}
+		return Verdict{Status: metav1.ConditionFalse, Reason: clusterv1beta1.ReasonGroupsCatchingUp, Message: strings.Join(parts, "; ")}
 	}
 
 	return Verdict{Status: metav1.ConditionTrue, Reason: clusterv1beta1.ReasonAllGroupsCurrent,
