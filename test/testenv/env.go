@@ -35,7 +35,8 @@ import (
 // Options choose what the control plane runs.
 type Options struct {
 	// ControllerManager also runs kube-controller-manager (every controller
-	// but serviceaccount-token: the garbage collector, StatefulSets, ...).
+	// but serviceaccount-token and the endpoint controllers: the garbage
+	// collector, StatefulSets, ...).
 	// Pods stay Pending: there is no node or scheduler.
 	ControllerManager bool
 	// CRDDir is the directory of CRD manifests to install; default
@@ -453,7 +454,9 @@ func (e *Env) startControllerManager(ctx context.Context) error {
 			"--bind-address=127.0.0.1",
 			"--secure-port=0",
 			"--leader-elect=false",
-			"--controllers=*,-serviceaccount-token",
+			// The endpoint and EndpointSlice controllers would only report that
+			// pod addresses on loopback are invalid for EndpointSlices.
+			"--controllers=*,-serviceaccount-token,-endpointslice-controller,-endpointslice-mirroring-controller,-endpoints-controller",
 			"--service-account-private-key-file="+e.ServiceAccountKeyFile,
 			"--root-ca-file="+e.CAFile,
 		)
