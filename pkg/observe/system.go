@@ -224,7 +224,8 @@ func decodeReply(b []byte) (Reply, error) {
 // context) ends. With names, only replies from servers whose name matches
 // one exactly are kept (demo-1 is not demo-10), and the request asks the
 // servers to filter by exact name too when there is one name; without
-// names every reply is kept until the timeout.
+// names every reply is kept until the timeout (with gateways, servers of
+// other clusters answer too).
 func (c *SystemClient) Ping(ctx context.Context, kind string, names ...string) (*FanOut, error) {
 	want := map[string]bool{}
 	for _, n := range names {
