@@ -151,9 +151,12 @@ func stepOrder(servers []ServerState, leader string) []ServerState {
 	return out
 }
 
-// allServersInOrder is every server in step order.
-func (p *planner) allServersInOrder() []string {
-	return names(stepOrder(p.servers, p.metaLeader()))
+// allServersTogether is every server, highest ordinal first: the servers a
+// held transition or restart-all names. They restart together, so the meta
+// leader has no reason to go last, and the list does not change when
+// leadership moves while the transition is held.
+func (p *planner) allServersTogether() []string {
+	return names(stepOrder(p.servers, ""))
 }
 
 // annotation returns a one-shot annotation and whether it is set.
@@ -233,12 +236,12 @@ func (p *planner) heldTransition() (Decision, bool) {
 	if leavesStreams {
 		waitingFor += "=" + clusterv1beta1.RestartAllResetJetStream
 	}
-	msg := heldMessage(p.changes, split, p.allServersInOrder(), leavesStreams, streamsKnown, streams, restartAll)
+	msg := heldMessage(p.changes, split, p.allServersTogether(), leavesStreams, streamsKnown, streams, restartAll)
 	return p.decision(Decision{
 		Hold: &Hold{Reason: reason, Message: msg, WaitingFor: waitingFor},
 		Rollout: &clusterv1beta1.RolloutStatus{
 			TargetRevision: p.in.TargetRevision,
-			Pending:        p.allServersInOrder(),
+			Pending:        p.allServersTogether(),
 		},
 		Progressing: condition(metav1.ConditionFalse, reason, msg),
 	}), true
@@ -273,7 +276,7 @@ func (p *planner) restartAll() (Decision, bool) {
 }
 
 func (p *planner) restartAllStep(reset bool, streams []StreamRef) Decision {
-	all := p.allServersInOrder()
+	all := p.allServersTogether()
 	step := &Step{Kind: RestartAll, Servers: all, ResetJetStream: reset}
 	if reset {
 		step.StreamsLeftBehind = streams
@@ -282,7 +285,7 @@ func (p *planner) restartAllStep(reset bool, streams []StreamRef) Decision {
 	if _, ok := p.annotation(clusterv1beta1.AnnotationForceStep); ok {
 		p.clear = append(p.clear, clusterv1beta1.AnnotationForceStep)
 	}
-	updated := names(stepOrder(p.servers, ""))
+	updated := all
 	return p.decision(Decision{
 		Step: step,
 		Rollout: &clusterv1beta1.RolloutStatus{

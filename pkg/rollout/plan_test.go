@@ -70,6 +70,17 @@ func TestPlan(t *testing.T) {
 			},
 		},
 		{
+			name: "adding auth while demo-1 leads the meta group still lists every server highest ordinal first, since they restart together",
+			in:   cluster(3, addAuth, leader("demo-1")),
+			want: want{
+				holdReason: clusterv1beta1.ReasonAuthChangeBlocked, waitingFor: restartAllKey,
+				status: metav1.ConditionFalse, reason: clusterv1beta1.ReasonAuthChangeBlocked,
+				contains: []string{"restart demo-2, demo-1, demo-0 together"},
+				rollout:  &clusterv1beta1.RolloutStatus{TargetRevision: newRev, Pending: []string{"demo-2", "demo-1", "demo-0"}},
+				changes:  []ChangeKind{ChangeAddAuth},
+			},
+		},
+		{
 			name: "removing auth is held with AuthChangeBlocked the same way",
 			in:   cluster(3, removeAuth),
 			want: want{
