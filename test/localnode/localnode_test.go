@@ -511,6 +511,7 @@ func TestTwentyPodsGetDistinctAddresses(t *testing.T) {
 	ctx := context.Background()
 	ns := "many"
 	createNamespace(t, client, ns)
+	cpuStart, wallStart := selfCPU(), time.Now()
 	for i := 0; i < 20; i++ {
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("server-%d", i)},
@@ -547,7 +548,8 @@ func TestTwentyPodsGetDistinctAddresses(t *testing.T) {
 		}
 		return nil
 	})
-	t.Logf("twenty pods Ready %s after creation", took.Round(time.Millisecond))
+	t.Logf("twenty pods Ready %s after creation; the test process used %s CPU meanwhile (%.0f%% of one core)",
+		took.Round(time.Millisecond), (selfCPU() - cpuStart).Round(time.Millisecond), 100*(selfCPU()-cpuStart).Seconds()/time.Since(wallStart).Seconds())
 	seen := map[string]string{}
 	var addrs []string
 	for _, p := range list.Items {
@@ -622,6 +624,10 @@ func TestChildNode(t *testing.T) {
 	client := kubernetes.NewForConfigOrDie(cfg)
 	ns := "child-" + mode
 	createNamespace(t, client, ns)
+	// No kube-controller-manager here to make the default ServiceAccount.
+	if _, err := client.CoreV1().ServiceAccounts(ns).Create(context.Background(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	_, err = client.CoreV1().Pods(ns).Create(context.Background(), &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "server"},
 		Spec: corev1.PodSpec{
@@ -632,7 +638,7 @@ func TestChildNode(t *testing.T) {
 				Args:           []string{"-a", "0.0.0.0", "-m", "8222"},
 				ReadinessProbe: httpProbe("/healthz", 1, 3),
 				Ports:          []corev1.ContainerPort{{Name: "monitor", ContainerPort: 8222}},
-				LivenessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"sh", "-c", "sleep 0.2"}}}, PeriodSeconds: 1},
+				LivenessProbe:  &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"sh", "-c", "sleep 0.2"}}}, PeriodSeconds: 1},
 			}},
 		},
 	}, metav1.CreateOptions{})
@@ -703,7 +709,7 @@ func TestNoProcessOutlivesTheTest(t *testing.T) {
 			}
 			go func() { _, _ = bufio.NewReader(stdout).WriteTo(&strings.Builder{}) }()
 			err = cmd.Wait()
-			t.Logf("child (%s) ended: %v; it had started pids %v, %v alive at the end", mode, err, pids, alive)
+			t.Logf("child (%s) ended: %v; it had started pids %v, %v of them alive before it ended", mode, err, pids, alive)
 			if rest := waitDead(pids, 5*time.Second); len(rest) > 0 {
 				t.Errorf("processes outlived the child: %v", rest)
 			} else {
