@@ -155,3 +155,50 @@ func (s *Stack) PodUIDs(ctx context.Context, namespace string, pods ...string) m
 	}
 	return out
 }
+
+// ExampleObject returns the first object of a kind in manifests/examples/<file>.
+func ExampleObject(file, kind string) (*unstructured.Unstructured, error) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	objs, err := testenv.ReadManifests(filepath.Join(root, "manifests", "examples", file))
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range objs {
+		if o.GetKind() == kind {
+			return o, nil
+		}
+	}
+	return nil, fmt.Errorf("no %s in %s", kind, file)
+}
+
+// ApplyExampleFiltered applies the objects of manifests/examples/<file> that
+// keep accepts.
+func (s *Stack) ApplyExampleFiltered(ctx context.Context, t testing.TB, namespace, file string, keep func(*unstructured.Unstructured) bool) {
+	t.Helper()
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := testenv.ReadManifests(filepath.Join(root, "manifests", "examples", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept []*unstructured.Unstructured
+	for _, o := range objs {
+		if keep(o) {
+			kept = append(kept, o)
+		}
+	}
+	s.ApplyObjects(ctx, t, namespace, kept...)
+}
+
+// ApplyObjects server-side applies objects, failing the test on error.
+func (s *Stack) ApplyObjects(ctx context.Context, t testing.TB, namespace string, objs ...*unstructured.Unstructured) {
+	t.Helper()
+	if err := ApplyObjects(ctx, s.Env.Config, namespace, objs...); err != nil {
+		t.Fatal(err)
+	}
+}
