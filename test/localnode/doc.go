@@ -82,11 +82,18 @@
 //     they are (as a dead kubelet would). PIDs lists every process ever
 //     started, for tests checking that none outlives them (ProcessAlive).
 //
+//   - A node started again on the same Root and NodeName (after Stop or a
+//     crash) runs the pods bound to it again, counting a restart of each
+//     container that had run (restartCount+1, lastState terminated). Claim
+//     directories and emptyDirs (keyed by pod UID) survive; the pod address
+//     may change, as after a reboot.
+//
 // Not done: container image changes in place (pods are replaced by
 // StatefulSets anyway), sidecar init containers, gRPC probes, service
 // environment variables, resource limits, service account tokens (the
 // projected token file holds a placeholder), Services (clients use pod
-// addresses), adoption of restart counts after a node restart.
+// addresses; service DNS names are not mapped), outgoing connections come
+// from 127.0.0.1 rather than the pod address.
 //
 // The command test/localnode/cmd/localnode runs a node alone against a
 // kubeconfig.

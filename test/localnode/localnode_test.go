@@ -47,6 +47,13 @@ func TestMain(m *testing.M) {
 // every process it started is gone.
 func startNode(t *testing.T, env *testenv.Env, name string) *localnode.Node {
 	t.Helper()
+	node, _ := startNodeAt(t, env, name)
+	return node
+}
+
+// startNodeAt is startNode that also returns the node's root directory.
+func startNodeAt(t *testing.T, env *testenv.Env, name string) (*localnode.Node, string) {
+	t.Helper()
 	root := t.TempDir()
 	node, err := localnode.New(env.Config, localnode.Options{Root: root, NodeName: name})
 	if err != nil {
@@ -73,7 +80,7 @@ func startNode(t *testing.T, env *testenv.Env, name string) *localnode.Node {
 			t.Logf("all %d processes the node started are gone", len(pids))
 		}
 	})
-	return node
+	return node, root
 }
 
 // waitDead waits for every pid to be gone and returns those still alive.

@@ -278,7 +278,7 @@ func (n *Node) podChanged(ctx context.Context, obj any, deleted bool) {
 		return
 	}
 	if pod.Spec.NodeName == "" {
-		if pod.DeletionTimestamp == nil && !deleted {
+		if pod.DeletionTimestamp == nil && !deleted && len(pod.Spec.SchedulingGates) == 0 {
 			n.bind(ctx, pod)
 		}
 		return

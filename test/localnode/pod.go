@@ -73,6 +73,25 @@ func newPodWorker(n *Node, pod *corev1.Pod) *podWorker {
 	for i := range pod.Spec.Containers {
 		w.containers = append(w.containers, &container{w: w, spec: &w.pod.Spec.Containers[i]})
 	}
+	// A pod that ran before (on an earlier run of this node) keeps counting
+	// restarts from its reported status.
+	for _, cs := range append(append([]corev1.ContainerStatus(nil), pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...) {
+		for _, c := range append(append([]*container(nil), w.inits...), w.containers...) {
+			if c.spec.Name == cs.Name && (cs.State.Running != nil || cs.State.Terminated != nil || cs.RestartCount > 0) {
+				c.restartCount = cs.RestartCount
+				c.everStarted = true
+				c.state = cs.State
+				if cs.State.Running != nil {
+					c.state = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+						ExitCode: 137, Reason: "Error", Message: "the node restarted",
+						StartedAt: cs.State.Running.StartedAt, FinishedAt: metav1.Now(), ContainerID: cs.ContainerID,
+					}}
+				}
+				c.lastState = cs.LastTerminationState
+				c.containerID = cs.ContainerID
+			}
+		}
+	}
 	return w
 }
 

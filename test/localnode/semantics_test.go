@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/nats-operator/nats-operator/test/localnode"
 	"github.com/nats-operator/nats-operator/test/testenv"
 )
 
@@ -37,7 +38,7 @@ func hostPod(name string, mutate func(*corev1.PodSpec)) *corev1.Pod {
 
 func TestKubeletSemanticsOfHostCommandPods(t *testing.T) {
 	env := testenv.Start(t, testenv.Options{ControllerManager: true})
-	node := startNode(t, env, "localnode")
+	node, root := startNodeAt(t, env, "localnode")
 	client := kubernetes.NewForConfigOrDie(env.Config)
 	ctx := context.Background()
 	ns := "semantics"
@@ -86,6 +87,7 @@ func TestKubeletSemanticsOfHostCommandPods(t *testing.T) {
 				{Name: "secret", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "creds"}}},
 			}
 		}),
+		hostPod("steady", func(s *corev1.PodSpec) {}),
 		hostPod("stubborn", func(s *corev1.PodSpec) {
 			s.TerminationGracePeriodSeconds = ptr.To[int64](2)
 			s.Containers[0].Command = []string{"sh", "-c", "trap '' TERM; echo started; while true; do sleep 0.1; done"}
@@ -180,6 +182,34 @@ func TestKubeletSemanticsOfHostCommandPods(t *testing.T) {
 		if !strings.Contains(string(b), "sending SIGKILL") {
 			t.Errorf("log shows no SIGKILL:\n%s", b)
 		}
+	})
+
+	t.Run("a node started again on the same root runs its pods again and counts the restart", func(t *testing.T) {
+		eventually(t, 30*time.Second, "liveness-free pod Ready", func() error {
+			if !podReady(get("steady")) {
+				return fmt.Errorf("not ready: %s", describe(get("steady")))
+			}
+			return nil
+		})
+		before := get("steady").Status.ContainerStatuses[0].RestartCount
+		node.Stop()
+		again, err := localnode.New(env.Config, localnode.Options{Root: root, NodeName: "localnode"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := again.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(again.Stop)
+		took := eventually(t, 30*time.Second, "pod running again", func() error {
+			p := get("steady")
+			cs := p.Status.ContainerStatuses[0]
+			if !podReady(p) || cs.RestartCount != before+1 || again.ContainerPID(ns, "steady", "main") == 0 || p.Status.PodIP != again.PodAddress(ns, "steady") || len(p.Status.PodIPs) != 1 {
+				return fmt.Errorf("restartCount %d, %s", cs.RestartCount, describe(p))
+			}
+			return nil
+		})
+		t.Logf("pod running again %s after the node restarted, restartCount %d -> %d", took.Round(time.Millisecond), before, before+1)
 	})
 }
 

@@ -40,10 +40,7 @@ func (w *podWorker) syncStatus(ctx context.Context) {
 	if w.lastSent != nil && apiequality.Semantic.DeepEqual(&st, w.lastSent) {
 		return
 	}
-	patch, err := json.Marshal(map[string]any{
-		"metadata": map[string]any{"uid": w.uid},
-		"status":   st,
-	})
+	patch, err := statusPatch(w.uid, &st)
 	if err != nil {
 		w.log.Error(err, "Encoding pod status failed")
 		return
@@ -208,4 +205,28 @@ func (c *container) statusLocked(w *podWorker) corev1.ContainerStatus {
 	started := c.started
 	st.Started = &started
 	return st
+}
+
+// statusPatch returns a strategic merge patch that sets the whole status:
+// conditions merge by type (others' conditions stay), podIPs and hostIPs are
+// replaced rather than merged by ip, and the UID guards against a new pod of
+// the same name, as the kubelet does.
+func statusPatch(uid types.UID, st *corev1.PodStatus) ([]byte, error) {
+	b, err := json.Marshal(st)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	for _, k := range []string{"podIPs", "hostIPs"} {
+		if l, ok := m[k].([]any); ok {
+			m[k] = append([]any{map[string]any{"$patch": "replace"}}, l...)
+		}
+	}
+	return json.Marshal(map[string]any{
+		"metadata": map[string]any{"uid": uid},
+		"status":   m,
+	})
 }
