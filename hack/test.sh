@@ -12,6 +12,8 @@ bash hack/testbin.sh nats 2.15.1
 
 echo "== generated code is up to date"
 bash hack/verify-codegen.sh
+echo "== verify-codegen.sh catches a type changed without regenerating"
+bash hack/verify-codegen-test.sh
 
 echo "== go vet"
 go vet ./...
