@@ -12,6 +12,7 @@
 //     kube-node-lease and its Ready condition every 10 s, and binds every pod
 //     without a nodeName to it through the Binding subresource (no
 //     scheduling: node selectors, affinity and taints are ignored).
+//
 //   - Gives each pod a loopback address 127.<b>.x.y, starting at 127.0.0.2.
 //     The address is allocated by namespace/name on first reference (a pod,
 //     a DNS name in a config, or PodAddress) and kept for the node's life, so
@@ -20,12 +21,14 @@
 //     pod of that name is gone. Each Node takes a free block b under a lock
 //     file in $TMPDIR/nats-operator-localnode, so nodes in parallel test
 //     binaries never collide (the first gets 127.0.0.x).
+//
 //   - Reports status like the kubelet: podIP/podIPs, hostIP 127.0.0.1, phase,
 //     conditions (PodReadyToStartContainers, Initialized, ContainersReady,
 //     Ready honouring readiness gates, PodScheduled), container statuses
 //     (state, lastState, ready, started, restartCount, image, imageID,
 //     containerID). Status is written with a strategic merge patch on the
 //     status subresource, so conditions of others (DisruptionTarget) stay.
+//
 //   - Runs containers whose image is nats or nats-server as the nats-server
 //     binary of the image tag's version (nats:2.15.1, nats:2.15.1-alpine and
 //     nats:2.15.1@sha256:... all give 2.15.1; no tag or latest gives
@@ -35,6 +38,7 @@
 //     RunContainerError. The environment is PATH, HOSTNAME, HOME, envFrom and
 //     env (value, fieldRef, resourceFieldRef, configMapKeyRef, secretKeyRef)
 //     with $(VAR) expansion.
+//
 //   - Volumes live under Root/pods/<ns>_<pod>_<uid>/volumes/<name>, removed
 //     with the pod. ConfigMap, Secret, downwardAPI and projected volumes are
 //     written the kubelet's way (files are symlinks through ..data, swapped
@@ -45,6 +49,7 @@
 //     hostPath PersistentVolume "localnode-<claim uid>" pre-bound to the
 //     claim, sets the claim's volumeName and marks both Bound. A pod waits
 //     (ContainerCreating) until its claims, ConfigMaps and Secrets exist.
+//
 //   - Maps what only makes sense inside a pod to its local equivalent. In
 //     every .conf or .json file of a ConfigMap or Secret volume that parses
 //     as JSON, and in container commands, args, working dirs, exec hooks and
@@ -58,6 +63,7 @@
 //     the top level or in cluster, gateway, leafnodes, websocket or mqtt gets
 //     "host": <pod address>. The mounted file is the rewritten copy; the
 //     server reads it, and a ConfigMap edit rewrites it again.
+//
 //   - Probes (startup, readiness, liveness; httpGet on the pod address,
 //     tcpSocket, exec) with their delays, periods, timeouts and thresholds.
 //     A container that exits or fails its liveness or startup probe is
@@ -66,15 +72,18 @@
 //     running; the kubelet uses 10 s to 5 m. restartCount and
 //     lastState.terminated follow. A liveness kill runs the preStop hook as
 //     the kubelet does.
+//
 //   - On deletion (deletionTimestamp): the preStop hook (exec, httpGet or
 //     sleep), then SIGTERM to the process group, then SIGKILL when the
 //     deletion grace period is over (at least 2 s after the hook), then the
 //     final status and a delete with grace period 0 and a UID precondition,
 //     so the StatefulSet controller recreates the pod. A pod deleted from
 //     the API by force is stopped the same way.
+//
 //   - Container output goes to Root/logs/<ns>_<pod>_<container>.log
 //     (LogPath, ContainerLogPath), appended across restarts, with
 //     "localnode: ..." lines at each start, hook and exit.
+//
 //   - Every process runs in its own process group with a parent-death
 //     SIGKILL, started from one OS thread that lives as long as the node's
 //     process, so nothing outlives the test binary even when it is killed.
