@@ -53,6 +53,30 @@ func OperatorBinary(t testing.TB) string {
 	return binPath
 }
 
+// KeptDir returns a new directory that is removed when the test passes and
+// kept (for its logs) when it fails.
+func KeptDir(t testing.TB, what string) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "nats-operator-e2e-"+what+"-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if !t.Failed() {
+			_ = os.RemoveAll(dir)
+		}
+	})
+	return dir
+}
+
+// RemoveBinaries removes the operator binary built by OperatorBinary; call
+// it from TestMain after the tests ran.
+func RemoveBinaries() {
+	if binPath != "" {
+		_ = os.RemoveAll(filepath.Dir(binPath))
+	}
+}
+
 // Operator is a running nats-operator process.
 type Operator struct {
 	t          testing.TB
@@ -92,7 +116,7 @@ func StartOperator(ctx context.Context, t testing.TB, env *testenv.Env, extraArg
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
+	dir := KeptDir(t, "operator")
 	kubeconfig := filepath.Join(dir, "operator.kubeconfig")
 	if err := testenv.WriteKubeconfig(kubeconfig, cfg); err != nil {
 		t.Fatal(err)

@@ -34,7 +34,7 @@ type Stack struct {
 func StartStack(ctx context.Context, t testing.TB, operatorArgs ...string) *Stack {
 	t.Helper()
 	env := testenv.Start(t, testenv.Options{ControllerManager: true})
-	root := t.TempDir()
+	root := KeptDir(t, "node")
 	node, err := localnode.New(env.Config, localnode.Options{Root: root})
 	if err != nil {
 		t.Fatal(err)
