@@ -71,6 +71,9 @@ func (w *podWorker) status(pod *corev1.Pod) corev1.PodStatus {
 		PodIPs:    []corev1.PodIP{{IP: w.ip}},
 		StartTime: &w.startTime,
 		QOSClass:  pod.Status.QOSClass,
+		// Dropped by the API server unless PodObservedGenerationTracking
+		// is on.
+		ObservedGeneration: pod.Generation,
 	}
 	var allStarted, allReady, allDone, anyFailed = w.initDone, true, true, false
 	var notReady []string
@@ -128,6 +131,7 @@ func (w *podWorker) status(pod *corev1.Pod) corev1.PodStatus {
 			c = corev1.PodCondition{Type: t, Status: corev1.ConditionTrue}
 		}
 		c.LastTransitionTime = w.transitionTime(pod, t, c.Status)
+		c.ObservedGeneration = pod.Generation
 		return c
 	}
 	notReadyMsg := fmt.Sprintf("containers with unready status: [%s]", strings.Join(notReady, " "))
