@@ -300,7 +300,7 @@ func (c *container) runOnce(ctx context.Context) (int, time.Duration, error) {
 		close(exited)
 	}()
 	probeCtx, stopProbes := context.WithCancel(ctx)
-	kill := make(chan string, 1)
+	kill := make(chan killRequest, 1)
 	if !c.init {
 		go c.probe(probeCtx, started, env, binary, kill)
 		if h := c.spec.Lifecycle; h != nil && h.PostStart != nil {
@@ -310,10 +310,13 @@ func (c *container) runOnce(ctx context.Context) (int, time.Duration, error) {
 	reason := ""
 	select {
 	case <-exited:
-	case why := <-kill:
-		c.w.log.Info("Killing container", "container", c.spec.Name, "reason", why)
-		c.logLine("killing container %s: %s", c.spec.Name, why)
+	case k := <-kill:
+		c.w.log.Info("Killing container", "container", c.spec.Name, "reason", k.reason)
+		c.logLine("killing container %s: %s", c.spec.Name, k.reason)
 		grace := c.w.podGrace()
+		if k.grace != nil {
+			grace = time.Duration(*k.grace) * time.Second
+		}
 		c.stop(ctx, cmd, exited, grace, env, binary)
 	case <-c.w.terminating:
 		c.w.mu.Lock()

@@ -90,6 +90,10 @@
 //     Stop sends SIGKILL to every process group and leaves API objects as
 //     they are (as a dead kubelet would). PIDs lists every process ever
 //     started, for tests checking that none outlives them (ProcessAlive).
+//     The parent-death signal reaches direct children only: a grandchild of
+//     an exec hook or probe (sh -c "sleep 1") is orphaned, not killed, if the
+//     test binary dies by SIGKILL (Stop kills whole process groups).
+//     nats-server does not fork.
 //
 //   - A node started again on the same Root and NodeName (after Stop or a
 //     crash) runs the pods bound to it again, counting a restart of each

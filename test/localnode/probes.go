@@ -25,7 +25,7 @@ var probeTransport = &http.Transport{
 // probe runs the startup probe, then the readiness and liveness probes, of
 // one run of the container until ctx ends. A failed startup or liveness
 // probe sends a reason on kill.
-func (c *container) probe(ctx context.Context, started time.Time, env []string, binary string, kill chan<- string) {
+func (c *container) probe(ctx context.Context, started time.Time, env []string, binary string, kill chan<- killRequest) {
 	if p := c.spec.StartupProbe; p != nil {
 		ok := c.probeLoop(ctx, p, started, env, binary, func(success bool, succ, fail int) bool {
 			if success {
@@ -33,7 +33,7 @@ func (c *container) probe(ctx context.Context, started time.Time, env []string, 
 			}
 			if fail >= int(threshold(p.FailureThreshold, 3)) {
 				select {
-				case kill <- fmt.Sprintf("startup probe failed %d times", fail):
+				case kill <- killRequest{fmt.Sprintf("startup probe failed %d times", fail), p.TerminationGracePeriodSeconds}:
 				default:
 				}
 				return true
@@ -71,7 +71,7 @@ func (c *container) probe(ctx context.Context, started time.Time, env []string, 
 		go c.probeLoop(ctx, p, started, env, binary, func(success bool, succ, fail int) bool {
 			if !success && fail >= int(threshold(p.FailureThreshold, 3)) {
 				select {
-				case kill <- fmt.Sprintf("liveness probe failed %d times", fail):
+				case kill <- killRequest{fmt.Sprintf("liveness probe failed %d times", fail), p.TerminationGracePeriodSeconds}:
 				default:
 				}
 				return true
@@ -79,6 +79,13 @@ func (c *container) probe(ctx context.Context, started time.Time, env []string, 
 			return false
 		}, false)
 	}
+}
+
+// killRequest asks for a container to be killed and restarted; grace, if
+// set, is the probe's own terminationGracePeriodSeconds.
+type killRequest struct {
+	reason string
+	grace  *int64
 }
 
 func threshold(v, def int32) int32 {
