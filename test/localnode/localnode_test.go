@@ -664,6 +664,8 @@ func TestChildNode(t *testing.T) {
 	})
 	fmt.Printf("CHILD-PIDS %s\n", strings.Trim(fmt.Sprint(node.PIDs()), "[]"))
 	if mode == "fail" {
+		// Fail once the parent has seen the processes alive.
+		_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
 		t.Fatalf("a deliberately failed assertion")
 	}
 	time.Sleep(5 * time.Minute) // killed by the parent
@@ -676,6 +678,10 @@ func TestNoProcessOutlivesTheTest(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestChildNode$", "-test.v")
 			cmd.Env = append(os.Environ(), "LOCALNODE_CHILD_KUBECONFIG="+env.KubeconfigPath, "LOCALNODE_CHILD_MODE="+mode)
 			stdout, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			stdin, err := cmd.StdinPipe()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -713,6 +719,8 @@ func TestNoProcessOutlivesTheTest(t *testing.T) {
 			}
 			if mode == "kill" {
 				_ = cmd.Process.Signal(syscall.SIGKILL)
+			} else {
+				_, _ = stdin.Write([]byte("fail now\n"))
 			}
 			go func() { _, _ = bufio.NewReader(stdout).WriteTo(&strings.Builder{}) }()
 			err = cmd.Wait()
