@@ -311,7 +311,7 @@ func (c *container) runOnce(ctx context.Context) (int, time.Duration, error) {
 	select {
 	case <-exited:
 	case k := <-kill:
-		c.w.log.Info("Killing container", "container", c.spec.Name, "reason", k.reason)
+		c.w.log.V(2).Info("Killing container", "container", c.spec.Name, "reason", k.reason)
 		c.logLine("killing container %s: %s", c.spec.Name, k.reason)
 		grace := c.w.podGrace()
 		if k.grace != nil {
