@@ -371,6 +371,14 @@ func (c *container) stop(ctx context.Context, cmd *exec.Cmd, exited <-chan struc
 		}()
 		select {
 		case <-hookDone:
+			// A container runtime takes a moment between the hook's end
+			// and the stop signal; without it nats-server can take SIGTERM
+			// before its lame duck mode (started in a goroutine) is set.
+			select {
+			case <-exited:
+			case <-time.After(min(c.w.n.opts.StopSignalDelay, time.Until(deadline))):
+			case <-ctx.Done():
+			}
 		case <-time.After(time.Until(deadline)):
 		case <-ctx.Done():
 		}

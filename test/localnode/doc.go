@@ -74,7 +74,9 @@
 //     the kubelet does.
 //
 //   - On deletion (deletionTimestamp): the preStop hook (exec, httpGet or
-//     sleep), then SIGTERM to the process group, then SIGKILL when the
+//     sleep), then, after Options.StopSignalDelay (250ms, standing for the
+//     container runtime's latency), SIGTERM to the process group, then
+//     SIGKILL when the
 //     deletion grace period is over (at least 2 s after the hook), then the
 //     final status and a delete with grace period 0 and a UID precondition,
 //     so the StatefulSet controller recreates the pod. A pod deleted from

@@ -414,12 +414,21 @@ func TestStatefulSetsRunANATSClusterThroughDeletionKillAndConfigEdit(t *testing.
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(logBytes), "Entering lame duck mode") {
-		t.Errorf("log of demo-1-0 shows no lame duck mode:\n%s", tail(string(logBytes), 3000))
+		var marks []string
+		for _, l := range strings.Split(string(logBytes), "\n") {
+			if strings.HasPrefix(l, "localnode:") || strings.Contains(l, "Trapped") || strings.Contains(l, "Exiting") || strings.Contains(l, "ERR") {
+				marks = append(marks, l)
+			}
+		}
+		t.Errorf("log of demo-1-0 shows no lame duck mode:\n%s", strings.Join(marks, "\n"))
 	} else {
 		for _, l := range strings.Split(string(logBytes), "\n") {
-			if strings.Contains(l, "lame duck") || strings.Contains(l, "preStop") {
+			if strings.Contains(l, "lame duck") || strings.Contains(l, "preStop") || strings.Contains(l, "exited with code") || strings.Contains(l, "Server Exiting") || strings.Contains(l, "Trapped") {
 				t.Logf("demo-1-0 log: %s", l)
 			}
+		}
+		if !strings.Contains(string(logBytes), "container nats exited with code 0") {
+			t.Errorf("the lame-duck server did not exit by itself (code 0)")
 		}
 	}
 	configAfter := node.VolumePath(ns, "demo-1-0", "config")

@@ -39,6 +39,12 @@ type Options struct {
 	// SyncPeriod is how often ConfigMap, Secret and downward API volumes are
 	// compared with their sources; default 1s.
 	SyncPeriod time.Duration
+	// StopSignalDelay is the pause between the end of a preStop hook and
+	// SIGTERM, standing for the container runtime's latency; default
+	// 250ms. nats-server enters lame duck mode in a goroutine after the
+	// hook's signal, and takes a SIGTERM that comes first as a plain
+	// shutdown.
+	StopSignalDelay time.Duration
 }
 
 // Node plays the kubelet for one Node object: it binds pending pods to it
@@ -91,6 +97,9 @@ func New(cfg *rest.Config, opts Options) (*Node, error) {
 	}
 	if opts.SyncPeriod == 0 {
 		opts.SyncPeriod = time.Second
+	}
+	if opts.StopSignalDelay == 0 {
+		opts.StopSignalDelay = 250 * time.Millisecond
 	}
 	root, err := filepath.Abs(opts.Root)
 	if err != nil {
