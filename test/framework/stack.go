@@ -71,6 +71,17 @@ func (s *Stack) CreateNamespace(ctx context.Context, t testing.TB, name string) 
 // mutate change each object first (e.g. the version).
 func (s *Stack) ApplyExample(ctx context.Context, t testing.TB, namespace, file string, mutate func(*unstructured.Unstructured)) {
 	t.Helper()
+	objs := exampleObjects(t, file)
+	for _, o := range objs {
+		if mutate != nil {
+			mutate(o)
+		}
+	}
+	s.ApplyObjects(ctx, t, namespace, objs...)
+}
+
+func exampleObjects(t testing.TB, file string) []*unstructured.Unstructured {
+	t.Helper()
 	root, err := testenv.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
@@ -79,14 +90,7 @@ func (s *Stack) ApplyExample(ctx context.Context, t testing.TB, namespace, file 
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, o := range objs {
-		if mutate != nil {
-			mutate(o)
-		}
-	}
-	if err := ApplyObjects(ctx, s.Env.Config, namespace, objs...); err != nil {
-		t.Fatal(err)
-	}
+	return objs
 }
 
 // Cluster gets a NatsCluster.
@@ -178,16 +182,8 @@ func ExampleObject(file, kind string) (*unstructured.Unstructured, error) {
 // keep accepts.
 func (s *Stack) ApplyExampleFiltered(ctx context.Context, t testing.TB, namespace, file string, keep func(*unstructured.Unstructured) bool) {
 	t.Helper()
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	objs, err := testenv.ReadManifests(filepath.Join(root, "manifests", "examples", file))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var kept []*unstructured.Unstructured
-	for _, o := range objs {
+	for _, o := range exampleObjects(t, file) {
 		if keep(o) {
 			kept = append(kept, o)
 		}
