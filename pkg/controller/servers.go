@@ -17,28 +17,27 @@ import (
 
 // createMissingServers creates the ConfigMap and StatefulSet of every server
 // that has none, at the target. A server's existing objects are changed only
-// by its own step. It reports whether it wrote anything.
-func (c *Controller) createMissingServers(ctx context.Context, st *clusterState, out *render.Output) (bool, error) {
-	wrote := false
+// by its own step.
+func (c *Controller) createMissingServers(ctx context.Context, st *clusterState, out *render.Output) error {
 	for i := range st.servers {
 		so := &st.servers[i]
 		target := out.Servers[i]
 		if so.configMap == nil {
 			cm, err := c.createConfigMap(ctx, target.ConfigMap)
 			if err != nil {
-				return wrote, err
+				return err
 			}
-			so.configMap, wrote = cm, true
+			so.configMap = cm
 		}
 		if so.statefulSet == nil {
 			sts, err := c.createStatefulSet(ctx, target.StatefulSet)
 			if err != nil {
-				return wrote, err
+				return err
 			}
-			so.statefulSet, wrote = sts, true
+			so.statefulSet = sts
 		}
 	}
-	return wrote, nil
+	return nil
 }
 
 func (c *Controller) createConfigMap(ctx context.Context, want *corev1.ConfigMap) (*corev1.ConfigMap, error) {

@@ -109,7 +109,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		out = nil
 	}
 	if out != nil {
-		if _, err := c.createMissingServers(ctx, st, out); err != nil {
+		if err := c.createMissingServers(ctx, st, out); err != nil {
 			if !errors.As(err, &nce) {
 				return 0, err
 			}
@@ -139,9 +139,9 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 			requeue = inFlightRequeue
 		}
 		c.recordGate(nc, decision.Rollout)
-	} else if meta.FindStatusCondition(status.Conditions, clusterv1beta1.ConditionProgressing).Reason == clusterv1beta1.ReasonReconcileFailed {
-		requeue = idleRequeue // the object in the way is outside our caches: look again
 	}
+	// A hold (a reference to fix, an object in the way outside the caches)
+	// is looked at again every idleRequeue as well as on events.
 
 	c.recordHoldTransition(nc, oldProgressing, meta.FindStatusCondition(status.Conditions, clusterv1beta1.ConditionProgressing))
 	return requeue, c.writeStatus(ctx, nc, status)
