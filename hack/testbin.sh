@@ -23,6 +23,12 @@ export GOWORK=off
 
 log() { echo "testbin: $*" >&2; }
 
+# One build at a time per cache: a second caller waits, then finds the
+# marker and reuses what the first built.
+mkdir -p "$CACHE_ROOT"
+exec 9>"$CACHE_ROOT/.build.lock"
+flock 9
+
 # staging version: v1.37.2 -> v0.37.2
 staging_version() { echo "v0.${1#v1.}"; }
 
