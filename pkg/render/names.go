@@ -24,6 +24,8 @@ const (
 // Container, volumes and paths of every server's pod.
 const (
 	ContainerName = "nats"
+	// ServerBinary is where the official nats image keeps nats-server.
+	ServerBinary = "/nats-server"
 
 	ConfigVolumeName = "config"
 	ConfigDir        = "/etc/nats-config"

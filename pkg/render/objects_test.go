@@ -156,7 +156,7 @@ func TestPodsMeetTheRestrictedPodSecurityStandard(t *testing.T) {
 			anti[0].PodAffinityTerm.LabelSelector.MatchLabels["cluster.nats-operator.io/cluster"] != "demo" {
 			t.Errorf("%s anti-affinity = %+v", s.Name, anti)
 		}
-		if want := []string{"nats-server", "--signal", "ldm=/var/run/nats/nats.pid"}; !cmp.Equal(c.Lifecycle.PreStop.Exec.Command, want) {
+		if want := []string{"/nats-server", "--signal", "ldm=/var/run/nats/nats.pid"}; !cmp.Equal(c.Lifecycle.PreStop.Exec.Command, want) {
 			t.Errorf("%s preStop = %v, want %v", s.Name, c.Lifecycle.PreStop.Exec.Command, want)
 		}
 	}

@@ -36,10 +36,12 @@ func statefulSet(nc *clusterv1beta1.NatsCluster, ordinal int32, rev string) *app
 
 	f, t := false, true
 	grace := int64(TerminationGracePeriodSeconds)
+	// The official nats image (FROM scratch) holds the server at /nats-server
+	// with no shell and no PATH entry for /, so commands name it absolutely.
 	container := corev1.Container{
 		Name:    ContainerName,
 		Image:   imageRef(spec),
-		Command: []string{"nats-server", "--config", ConfigPath},
+		Command: []string{ServerBinary, "--config", ConfigPath},
 		Ports: []corev1.ContainerPort{
 			{Name: ClientPortName, ContainerPort: ClientPort, Protocol: corev1.ProtocolTCP},
 			{Name: ClusterPortName, ContainerPort: ClusterPort, Protocol: corev1.ProtocolTCP},
@@ -55,7 +57,7 @@ func statefulSet(nc *clusterv1beta1.NatsCluster, ordinal int32, rev string) *app
 		ReadinessProbe: readiness,
 		LivenessProbe:  liveness,
 		Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{
-			Exec: &corev1.ExecAction{Command: []string{"nats-server", "--signal", "ldm=" + PidFile}},
+			Exec: &corev1.ExecAction{Command: []string{ServerBinary, "--signal", "ldm=" + PidFile}},
 		}},
 		TerminationMessagePath:   corev1.TerminationMessagePathDefault,
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,

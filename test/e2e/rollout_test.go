@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -163,19 +164,33 @@ func TestRollingUpgradeUnderLoad(t *testing.T) {
 	for k, d := range dels {
 		gateOpen := applied
 		if k > 0 {
+			// The gate before step k, as the test sees it: the server
+			// stepped before is back (its new pod Ready, from the pod
+			// watch) and the test's own observer saw the cluster Settled
+			// with that server answering on 2.15.2. The operator acts
+			// within milliseconds of the gate opening, faster than the
+			// observer's 100 ms samples, so a Settled sample up to 200 ms
+			// after the step counts too.
 			prev := dels[k-1]
-			prevServer := prev.Pod[:len(prev.Pod)-2]
-			found := false
-			for _, o := range obs {
-				if o.At.After(prev.At) && o.GateOpen() && o.Versions[prevServer] == "2.15.2" {
-					gateOpen, found = o.At, true
-					break
-				}
-			}
-			if !found || gateOpen.After(d.At.Add(500*time.Millisecond)) {
-				t.Errorf("step %d (%s) at %s: no observation of the gate open (Settled, all Ready, %s on 2.15.2) before it", k+1, d.Pod, d.At.Format(time.RFC3339Nano), prevServer)
+			prevServer := strings.TrimSuffix(prev.Pod, "-0")
+			readyAt, ok := tr.ReadyAfter(prev.Pod, prev.UID, prev.At)
+			if !ok || readyAt.After(d.At.Add(200*time.Millisecond)) {
+				t.Errorf("step %d (%s) at %s: %s was not Ready again before it (ready at %s)", k+1, d.Pod,
+					d.At.Format(time.RFC3339Nano), prev.Pod, readyAt.Format(time.RFC3339Nano))
 				continue
 			}
+			settled := false
+			for _, o := range obs {
+				if o.At.After(prev.At) && !o.At.After(d.At.Add(200*time.Millisecond)) &&
+					o.Settled && len(o.Silent) == 0 && o.Versions[prevServer] == "2.15.2" {
+					settled = true
+				}
+			}
+			if !settled {
+				t.Errorf("step %d (%s): the test's observer never saw the cluster Settled with %s on 2.15.2 before it", k+1, d.Pod, prevServer)
+				continue
+			}
+			gateOpen = readyAt
 		}
 		t.Logf("step %d: restarted %s %s after the gate opened", k+1, d.Pod, d.At.Sub(gateOpen).Round(time.Millisecond))
 	}

@@ -30,11 +30,13 @@ func (o Observation) GateOpen() bool {
 	return o.Settled && len(o.Silent) == 0 && len(o.NotReady) == 0
 }
 
-// PodEvent is a pod seen for the first time, or seen being deleted.
+// PodEvent is a pod seen for the first time, seen Ready for the first
+// time, or seen being deleted.
 type PodEvent struct {
 	At       time.Time
 	Pod      string
 	UID      string
+	Ready    bool
 	Deleting bool
 }
 
@@ -103,6 +105,10 @@ func (tr *Tracker) recordPod(pod *corev1.Pod) {
 		tr.seen[uid] = true
 		tr.events = append(tr.events, PodEvent{At: time.Now(), Pod: pod.Name, UID: uid})
 	}
+	if PodReady(pod) && !tr.seen[uid+"/ready"] {
+		tr.seen[uid+"/ready"] = true
+		tr.events = append(tr.events, PodEvent{At: time.Now(), Pod: pod.Name, UID: uid, Ready: true})
+	}
 	if pod.DeletionTimestamp != nil && !tr.seen[uid+"/deleting"] {
 		tr.seen[uid+"/deleting"] = true
 		tr.events = append(tr.events, PodEvent{At: time.Now(), Pod: pod.Name, UID: uid, Deleting: true})
@@ -165,6 +171,19 @@ func (tr *Tracker) Deletions() []PodEvent {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].At.Before(out[j].At) })
 	return out
+}
+
+// ReadyAfter returns when a pod of that name other than uid was first seen
+// Ready after t, and whether one was.
+func (tr *Tracker) ReadyAfter(pod, uid string, t time.Time) (time.Time, bool) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	for _, e := range tr.events {
+		if e.Ready && e.Pod == pod && e.UID != uid && e.At.After(t) {
+			return e.At, true
+		}
+	}
+	return time.Time{}, false
 }
 
 // UIDs returns every UID seen per pod name.
