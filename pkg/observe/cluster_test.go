@@ -1,7 +1,7 @@
 package observe
 
 // Helpers that run real nats-server clusters in the test process: every
-// server on 127.0.0.1 with its own client, route and monitoring ports, a
+// server on one loopback address (testHost) with its own client, route and monitoring ports, a
 // JetStream store in a temporary directory, and optionally operator-mode
 // trust made with nats-io/jwt.
 
@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
@@ -119,9 +120,15 @@ type testCluster struct {
 	servers []*testServer
 }
 
+// testHost is the loopback address this test binary's servers listen on:
+// one of 127.64.0.0/10 chosen at random, so servers of test packages running
+// in parallel (most listen on 127.0.0.1) do not take each other's ports
+// between freePort and the listen.
+var testHost = fmt.Sprintf("127.%d.%d.%d", 64+rand.IntN(128), rand.IntN(256), 1+rand.IntN(254))
+
 func freePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := net.Listen("tcp", testHost+":0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +149,7 @@ func startCluster(t testing.TB, cluster string, names []string, trustOf func(i i
 			storeDir: t.TempDir(), revision: testRevision,
 		}
 		s.confPath = filepath.Join(t.TempDir(), "nats.conf")
-		routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", s.clusterPort))
+		routes = append(routes, fmt.Sprintf("nats://%s:%d", testHost, s.clusterPort))
 		c.servers = append(c.servers, s)
 	}
 	for i, s := range c.servers {
@@ -164,13 +171,13 @@ func (s *testServer) writeConfig(t testing.TB) {
 	t.Helper()
 	conf := map[string]any{
 		"server_name":     s.name,
-		"listen":          fmt.Sprintf("127.0.0.1:%d", s.clientPort),
-		"http":            fmt.Sprintf("127.0.0.1:%d", s.httpPort),
+		"listen":          fmt.Sprintf("%s:%d", testHost, s.clientPort),
+		"http":            fmt.Sprintf("%s:%d", testHost, s.httpPort),
 		"server_metadata": map[string]string{MetadataConfigRevision: s.revision},
 		"jetstream":       map[string]string{"store_dir": s.storeDir},
 	}
 	if len(s.routes) > 1 {
-		conf["cluster"] = map[string]any{"name": s.clusterName, "listen": fmt.Sprintf("127.0.0.1:%d", s.clusterPort), "routes": s.routes}
+		conf["cluster"] = map[string]any{"name": s.clusterName, "listen": fmt.Sprintf("%s:%d", testHost, s.clusterPort), "routes": s.routes}
 	}
 	if s.trust != nil {
 		s.trust.config(conf)
@@ -237,7 +244,7 @@ func (c *testCluster) server(name string) *testServer {
 func (c *testCluster) target(creds []byte) Target {
 	t := Target{Cluster: "test/" + c.name, SystemCredentials: creds}
 	for _, s := range c.servers {
-		t.Servers = append(t.Servers, ServerAddr{Name: s.name, Host: "127.0.0.1", MonitorPort: s.httpPort, ClientPort: s.clientPort})
+		t.Servers = append(t.Servers, ServerAddr{Name: s.name, Host: testHost, MonitorPort: s.httpPort, ClientPort: s.clientPort})
 	}
 	return t
 }
@@ -253,7 +260,7 @@ func (c *testCluster) connect(name string, creds []byte) *nats.Conn {
 		seed, _ := kp.Seed()
 		opts = append(opts, nats.UserJWTAndSeed(ujwt, string(seed)))
 	}
-	nc, err := nats.Connect(fmt.Sprintf("nats://127.0.0.1:%d", s.clientPort), opts...)
+	nc, err := nats.Connect(fmt.Sprintf("nats://%s:%d", testHost, s.clientPort), opts...)
 	if err != nil {
 		c.t.Fatalf("connecting to %s: %v", name, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/url"
 	"os"
@@ -126,7 +127,7 @@ func LocalAddresses(t testing.TB, out *render.Output, namespace, cluster string)
 	routes := make(map[string]Local, len(out.Servers))
 	for i, s := range out.Servers {
 		l := Local{
-			Host:        "127.0.0.1",
+			Host:        localHost,
 			ClientPort:  freePort(t),
 			ClusterPort: freePort(t),
 			MonitorPort: freePort(t),
@@ -185,9 +186,16 @@ func StartLocalCluster(t testing.TB, out *render.Output, namespace, cluster stri
 	return lc
 }
 
+// localHost is the loopback address this test binary's servers listen on:
+// one of 127.192.0.0/10 chosen at random, so servers of test packages running
+// in parallel (most listen on 127.0.0.1, where clients also take their
+// source ports) do not take each other's ports between freePort and the
+// listen.
+var localHost = fmt.Sprintf("127.%d.%d.%d", 192+rand.IntN(62), rand.IntN(256), 1+rand.IntN(254))
+
 func freePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := net.Listen("tcp", localHost+":0")
 	if err != nil {
 		t.Fatal(err)
 	}
