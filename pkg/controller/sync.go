@@ -109,6 +109,16 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		out = nil
 	}
 	if out != nil {
+		existing, err := c.clusterStatefulSets(nc)
+		if err != nil {
+			return 0, err
+		}
+		if msg := unsupportedChange(nc, existing, st.servers, out); msg != "" {
+			hold(clusterv1beta1.ReasonUnsupportedChange, msg+"; no server was changed")
+			out = nil
+		}
+	}
+	if out != nil {
 		if err := c.createMissingServers(ctx, st, out); err != nil {
 			if !errors.As(err, &nce) {
 				return 0, err
