@@ -141,7 +141,7 @@ func describeStreams(streams []rollout.StreamRef) string {
 // the resourceVersion the decision was made on: if the NatsCluster changed
 // since (the user set the annotation again), the patch fails with a
 // conflict and the sync runs again.
-func (c *Controller) clearAnnotations(ctx context.Context, nc *clusterv1beta1.NatsCluster, keys []string) error {
+func (c *Controller) clearAnnotations(ctx context.Context, nc *clusterv1beta1.NatsCluster, keys []string) (*clusterv1beta1.NatsCluster, error) {
 	annotations := map[string]interface{}{}
 	for _, k := range keys {
 		if _, ok := nc.Annotations[k]; ok {
@@ -149,22 +149,22 @@ func (c *Controller) clearAnnotations(ctx context.Context, nc *clusterv1beta1.Na
 		}
 	}
 	if len(annotations) == 0 {
-		return nil
+		return nc, nil
 	}
 	patch, err := json.Marshal(map[string]interface{}{
 		"metadata": map[string]interface{}{"resourceVersion": nc.ResourceVersion, "annotations": annotations},
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	_, err = c.natsClient.ClusterV1beta1().NatsClusters(nc.Namespace).Patch(ctx, nc.Name, types.MergePatchType, patch,
+	patched, err := c.natsClient.ClusterV1beta1().NatsClusters(nc.Namespace).Patch(ctx, nc.Name, types.MergePatchType, patch,
 		metav1.PatchOptions{FieldManager: FieldManager})
 	c.countWrite("natsclusters", "patch")
 	if err != nil {
-		return fmt.Errorf("clearing annotations %v of NatsCluster %s: %w", keys, klog.KObj(nc), err)
+		return nil, fmt.Errorf("clearing annotations %v of NatsCluster %s: %w", keys, klog.KObj(nc), err)
 	}
 	klog.FromContext(ctx).V(2).Info("Cleared one-shot annotations", "annotations", keys)
-	return nil
+	return patched, nil
 }
 
 // isHold reports whether a Progressing condition is one that waits on

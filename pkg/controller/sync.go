@@ -140,9 +140,13 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 			}
 		}
 		if len(decision.ClearAnnotations) > 0 {
-			if err := c.clearAnnotations(ctx, nc, decision.ClearAnnotations); err != nil {
+			patched, err := c.clearAnnotations(ctx, nc, decision.ClearAnnotations)
+			if err != nil {
 				return 0, err
 			}
+			// The status write below must carry the patched resourceVersion.
+			status.ObservedGeneration = patched.Generation
+			nc = patched
 		}
 		c.applyDecision(status, nc, out, decision)
 		if decision.Step != nil || decision.Progressing.Status == metav1.ConditionTrue {
