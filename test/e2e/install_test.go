@@ -29,7 +29,9 @@ func TestOperatorInstallsWithLeastPrivilege(t *testing.T) {
 	kube := kubernetes.NewForConfigOrDie(env.Config)
 	nats := versioned.NewForConfigOrDie(env.Config)
 
+	begin := time.Now()
 	op := framework.StartOperator(ctx, t, env)
+	t.Logf("operator started as nats-system/nats-operator after %s", time.Since(begin).Round(time.Millisecond))
 
 	framework.Eventually(t, time.Minute, 200*time.Millisecond, "/healthz and /readyz to answer 200", func() (bool, string) {
 		for _, p := range []string{"/healthz", "/readyz"} {
@@ -55,6 +57,7 @@ func TestOperatorInstallsWithLeastPrivilege(t *testing.T) {
 		return ok, "metric not exposed"
 	})
 
+	t.Logf("Lease held, /healthz and /readyz 200, workqueue metrics exposed after %s", time.Since(begin).Round(time.Millisecond))
 	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "apps"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -112,6 +115,7 @@ func TestOperatorInstallsWithLeastPrivilege(t *testing.T) {
 		t.Errorf("headless Service: clusterIP %q publishNotReadyAddresses %v", headless.Spec.ClusterIP, headless.Spec.PublishNotReadyAddresses)
 	}
 
+	t.Logf("Services, PDB and status after %s", time.Since(begin).Round(time.Millisecond))
 	if err := nats.ClusterV1beta1().NatsClusters("apps").Delete(ctx, "demo", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -127,10 +131,27 @@ func TestOperatorInstallsWithLeastPrivilege(t *testing.T) {
 		return true, ""
 	})
 
+	t.Logf("garbage collected after %s", time.Since(begin).Round(time.Millisecond))
+	// SIGTERM: the workers drain, then the Lease is released (its holder
+	// cleared), so a standby takes over at once instead of after it expires.
+	op.Stop()
+	lease, err := kube.CoordinationV1().Leases("nats-system").Get(ctx, "nats-operator", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := lease.Spec.HolderIdentity; h != nil && *h != "" {
+		t.Errorf("after SIGTERM the Lease is still held by %q", *h)
+	}
+	log := op.Log()
+	drained, released := strings.Index(log, "Workers stopped"), strings.Index(log, "Stopped leading")
+	if drained < 0 || released < 0 || drained > released {
+		t.Errorf("want the workers drained (at %d) before the lease is released (at %d) on SIGTERM", drained, released)
+	}
+
 	// A permission missing from manifests/rbac shows as a forbidden error in
 	// the operator's log (informers that cannot list, events that cannot be
 	// written); none may appear.
-	if log := op.Log(); strings.Contains(log, "forbidden") {
+	if strings.Contains(log, "forbidden") {
 		for _, l := range strings.Split(log, "\n") {
 			if strings.Contains(l, "forbidden") {
 				t.Errorf("operator hit an RBAC denial: %s", l)

@@ -152,13 +152,16 @@ func start(opts Options, logf func(string, ...any)) (env *Env, err error) {
 	if err := env.startAPIServer(ctx); err != nil {
 		return env, err
 	}
-	if opts.ControllerManager {
-		if err := env.startControllerManager(ctx); err != nil {
+	// CRDs first: the garbage collector discovers resource kinds when it
+	// starts and then only every 30 s, so owners of a kind installed after
+	// it started would have their dependents collected up to 30 s late.
+	if !opts.SkipCRDs {
+		if err := env.InstallCRDs(ctx, env.Options.CRDDir); err != nil {
 			return env, err
 		}
 	}
-	if !opts.SkipCRDs {
-		if err := env.InstallCRDs(ctx, env.Options.CRDDir); err != nil {
+	if opts.ControllerManager {
+		if err := env.startControllerManager(ctx); err != nil {
 			return env, err
 		}
 	}
