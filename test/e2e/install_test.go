@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -132,6 +133,32 @@ func TestOperatorInstallsWithLeastPrivilege(t *testing.T) {
 	})
 
 	t.Logf("garbage collected after %s", time.Since(begin).Round(time.Millisecond))
+	// The Deployment of manifests/operator.yaml is accepted, and its pods
+	// are admitted in nats-system, which enforces the restricted Pod
+	// Security Standard (no node runs them here).
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := framework.Apply(ctx, env.Config, "nats-system", filepath.Join(root, "manifests", "operator.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, time.Minute, 200*time.Millisecond, "the controller Deployment's pods to be admitted", func() (bool, string) {
+		pods, err := kube.CoreV1().Pods("nats-system").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=nats-operator"})
+		if err != nil {
+			return false, err.Error()
+		}
+		if len(pods.Items) == 2 {
+			return true, ""
+		}
+		ev, _ := kube.CoreV1().Events("nats-system").List(ctx, metav1.ListOptions{})
+		msgs := ""
+		for _, e := range ev.Items {
+			msgs += e.Reason + ": " + e.Message + "; "
+		}
+		return false, fmt.Sprintf("%d pods; events: %s", len(pods.Items), msgs)
+	})
+
 	// SIGTERM: the workers drain, then the Lease is released (its holder
 	// cleared), so a standby takes over at once instead of after it expires.
 	op.Stop()

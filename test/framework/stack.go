@@ -58,10 +58,14 @@ func StartStack(ctx context.Context, t testing.TB, operatorArgs ...string) *Stac
 	return s
 }
 
-// CreateNamespace creates a namespace.
+// CreateNamespace creates a namespace that enforces the restricted Pod
+// Security Standard, so every pod the operator renders is admitted only if
+// it meets it.
 func (s *Stack) CreateNamespace(ctx context.Context, t testing.TB, name string) {
 	t.Helper()
-	_, err := s.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	_, err := s.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		Name: name, Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted"},
+	}}, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
