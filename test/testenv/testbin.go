@@ -128,18 +128,29 @@ func ControlPlaneBinDir() (string, error) {
 	return testbin("control-plane")
 }
 
+// NatsServerPath returns the path of a nats-server binary of the given
+// version (such as "2.15.2"), building it on first use with
+// hack/testbin.sh nats <version>.
+func NatsServerPath(version string) (string, error) {
+	dir, err := testbin("nats", version)
+	if err != nil {
+		return "", fmt.Errorf("building nats-server %s: %w", version, err)
+	}
+	path := filepath.Join(dir, "nats-server")
+	if _, err := os.Stat(path); err != nil {
+		return "", fmt.Errorf("hack/testbin.sh nats %s printed %q: %w", version, dir, err)
+	}
+	return path, nil
+}
+
 // NatsServerBinary returns the path of a nats-server binary of the given
 // version (such as "2.15.2"), building it on first use with
 // hack/testbin.sh nats <version>. It fails the test if that is impossible.
 func NatsServerBinary(t testing.TB, version string) string {
 	t.Helper()
-	dir, err := testbin("nats", version)
+	path, err := NatsServerPath(version)
 	if err != nil {
-		t.Fatalf("building nats-server %s: %v", version, err)
-	}
-	path := filepath.Join(dir, "nats-server")
-	if _, err := os.Stat(path); err != nil {
-		t.Fatalf("nats-server %s: %v", version, err)
+		t.Fatal(err)
 	}
 	return path
 }
