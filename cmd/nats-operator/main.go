@@ -40,6 +40,8 @@ type options struct {
 	healthAddr     string
 	metricsAddr    string
 	resync         time.Duration
+	qps            float64
+	burst          int
 }
 
 func main() {
@@ -54,6 +56,8 @@ func main() {
 	flag.StringVar(&o.healthAddr, "health-addr", ":8081", "Address serving /healthz and /readyz.")
 	flag.StringVar(&o.metricsAddr, "metrics-addr", ":8080", "Address serving /metrics. Empty disables it.")
 	flag.DurationVar(&o.resync, "resync", 10*time.Minute, "Informer resync period.")
+	flag.Float64Var(&o.qps, "kube-api-qps", 20, "Requests per second to the Kubernetes API (client-side limit).")
+	flag.IntVar(&o.burst, "kube-api-burst", 40, "Burst of requests to the Kubernetes API above --kube-api-qps.")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
@@ -80,6 +84,7 @@ func run(ctx context.Context, o options) error {
 		return fmt.Errorf("building the client config: %w", err)
 	}
 	cfg.UserAgent = "nats-operator"
+	cfg.QPS, cfg.Burst = float32(o.qps), o.burst
 	kubeClient, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err

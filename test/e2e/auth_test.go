@@ -242,7 +242,7 @@ func TestAddingAuthToARunningCluster(t *testing.T) {
 		return got.Status.Version == "2.15.1", fmt.Sprintf("%+v", got.Status.Servers)
 	})
 	tr.Stop()
-	verifyNoLoss(ctx, t, appJS, pub)
+	verifyNoLoss(ctx, t, s, pub, nats.UserCredentials(creds))
 	var order []string
 	for _, d := range tr.Deletions() {
 		order = append(order, strings.TrimSuffix(d.Pod, "-0"))

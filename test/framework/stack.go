@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
 	versioned "github.com/nats-operator/nats-operator/pkg/generated/clientset/versioned"
@@ -48,11 +49,16 @@ func StartStack(ctx context.Context, t testing.TB, operatorArgs ...string) *Stac
 			t.Logf("pod logs: %s", filepath.Join(root, "logs"))
 		}
 	})
+	// The test's own clients poll often (the tracker asks for every pod ten
+	// times a second); client-go's default of 5 requests a second would
+	// throttle them into seconds-long gaps.
+	cfg := rest.CopyConfig(env.Config)
+	cfg.QPS, cfg.Burst = 500, 1000
 	s := &Stack{
 		Env:  env,
 		Node: node,
-		Kube: kubernetes.NewForConfigOrDie(env.Config),
-		Nats: versioned.NewForConfigOrDie(env.Config),
+		Kube: kubernetes.NewForConfigOrDie(cfg),
+		Nats: versioned.NewForConfigOrDie(cfg),
 	}
 	s.Operator = StartOperator(ctx, t, env, operatorArgs...)
 	return s
