@@ -51,9 +51,7 @@ func TestBadAuthReferencesHoldAndPlainRestartAllCompletes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	s := framework.StartStack(ctx, t)
-	s.CreateNamespace(ctx, t, "nats")
-	s.ApplyExample(ctx, t, "nats", "natscluster-jetstream.yaml", nil)
-	s.WaitSettledUpToDate(ctx, t, "nats", "demo", 3*time.Minute)
+	settledCluster(ctx, t, s, "")
 	trusts := s.Nats.TrustV1beta1()
 
 	// The NatsCluster with auth, but none of what it references yet.

@@ -149,9 +149,7 @@ func TestAddingAuthToARunningCluster(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
 	s := framework.StartStack(ctx, t)
-	s.CreateNamespace(ctx, t, "nats")
-	s.ApplyExample(ctx, t, "nats", "natscluster-jetstream.yaml", nil)
-	nc := s.WaitSettledUpToDate(ctx, t, "nats", "demo", 3*time.Minute)
+	nc := settledCluster(ctx, t, s, "")
 	urls := s.PodURLs(ctx, t, "nats", "demo")
 	conn := framework.Connect(t, urls)
 	js, _ := jetstream.New(conn)
@@ -243,11 +241,7 @@ func TestAddingAuthToARunningCluster(t *testing.T) {
 	})
 	tr.Stop()
 	verifyNoLoss(ctx, t, s, pub, nats.UserCredentials(creds))
-	var order []string
-	for _, d := range tr.Deletions() {
-		order = append(order, strings.TrimSuffix(d.Pod, "-0"))
-	}
-	if want := expectedOrder(leader); !slices.Equal(order, want) {
+	if order, want := tr.RestartOrder(), expectedOrder(leader); !slices.Equal(order, want) {
 		t.Errorf("with auth, the version change restarted %v, want %v", order, want)
 	}
 	checkRestartedOnce(t, tr)

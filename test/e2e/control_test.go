@@ -44,9 +44,7 @@ func TestPauseAndForceStep(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	s := framework.StartStack(ctx, t)
-	s.CreateNamespace(ctx, t, "nats")
-	s.ApplyExample(ctx, t, "nats", "natscluster-jetstream.yaml", setVersion("2.15.1"))
-	s.WaitSettledUpToDate(ctx, t, "nats", "demo", 3*time.Minute)
+	settledCluster(ctx, t, s, "2.15.1")
 	tr, err := s.StartTracker(ctx, "nats", "demo", servers, 200*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
@@ -123,9 +121,7 @@ func TestOperatorCrashMidRollout(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	s := framework.StartStack(ctx, t)
-	s.CreateNamespace(ctx, t, "nats")
-	s.ApplyExample(ctx, t, "nats", "natscluster-jetstream.yaml", setVersion("2.15.1"))
-	nc := s.WaitSettledUpToDate(ctx, t, "nats", "demo", 3*time.Minute)
+	nc := settledCluster(ctx, t, s, "2.15.1")
 	order := expectedOrder(nc.Status.JetStream.MetaLeader)
 	tr, err := s.StartTracker(ctx, "nats", "demo", servers, 200*time.Millisecond)
 	if err != nil {
@@ -180,10 +176,7 @@ func TestOperatorCrashMidRollout(t *testing.T) {
 	time.Sleep(3 * time.Second)
 	tr.Stop()
 	checkRestartedOnce(t, tr)
-	var got []string
-	for _, d := range tr.Deletions() {
-		got = append(got, d.Pod[:len(d.Pod)-2])
-	}
+	got := tr.RestartOrder()
 	t.Logf("restart order %v (want %v)", got, order)
 	if fmt.Sprint(got) != fmt.Sprint(order) {
 		t.Errorf("restart order %v, want %v", got, order)

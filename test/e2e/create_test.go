@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
 	"github.com/nats-operator/nats-operator/test/framework"
 )
 
@@ -17,6 +18,20 @@ func setVersion(v string) func(*unstructured.Unstructured) {
 			_ = unstructured.SetNestedField(o.Object, v, "spec", "version")
 		}
 	}
+}
+
+// settledCluster applies the example 3-server JetStream cluster to namespace
+// nats (on version, or the example's own when empty) and waits until it is
+// Ready, Settled and up to date.
+func settledCluster(ctx context.Context, t *testing.T, s *framework.Stack, version string) *clusterv1beta1.NatsCluster {
+	t.Helper()
+	var mutate func(*unstructured.Unstructured)
+	if version != "" {
+		mutate = setVersion(version)
+	}
+	s.CreateNamespace(ctx, t, "nats")
+	s.ApplyExample(ctx, t, "nats", "natscluster-jetstream.yaml", mutate)
+	return s.WaitSettledUpToDate(ctx, t, "nats", "demo", 3*time.Minute)
 }
 
 // The example 3-server JetStream cluster on nats-server 2.15.1 comes up

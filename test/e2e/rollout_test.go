@@ -40,9 +40,7 @@ func patchCluster(ctx context.Context, t *testing.T, s *framework.Stack, patch s
 // stream ORDERS and a publisher writing to it without pause.
 func startLoadedCluster(ctx context.Context, t *testing.T, s *framework.Stack, version string) (*clusterv1beta1.NatsCluster, jetstream.JetStream, *framework.Publisher) {
 	t.Helper()
-	s.CreateNamespace(ctx, t, "nats")
-	s.ApplyExample(ctx, t, "nats", "natscluster-jetstream.yaml", setVersion(version))
-	nc := s.WaitSettledUpToDate(ctx, t, "nats", "demo", 3*time.Minute)
+	nc := settledCluster(ctx, t, s, version)
 	conn := framework.Connect(t, s.PodURLs(ctx, t, "nats", "demo"))
 	js, err := jetstream.New(conn)
 	if err != nil {
@@ -151,11 +149,7 @@ func TestRollingUpgradeUnderLoad(t *testing.T) {
 	}
 
 	// Order and exactly-once, from the pod watch.
-	var order []string
-	for _, d := range tr.Deletions() {
-		order = append(order, d.Pod[:len(d.Pod)-2])
-	}
-	if !slices.Equal(order, want) {
+	if order := tr.RestartOrder(); !slices.Equal(order, want) {
 		t.Errorf("servers restarted in order %v, want %v", order, want)
 	}
 	for pod, uids := range tr.UIDs() {

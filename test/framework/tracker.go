@@ -3,6 +3,7 @@ package framework
 import (
 	"context"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -171,6 +172,16 @@ func (tr *Tracker) Deletions() []PodEvent {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].At.Before(out[j].At) })
 	return out
+}
+
+// RestartOrder returns the servers whose pod deletion started, in order
+// (pod demo-2-0 is server demo-2).
+func (tr *Tracker) RestartOrder() []string {
+	var order []string
+	for _, d := range tr.Deletions() {
+		order = append(order, strings.TrimSuffix(d.Pod, "-0"))
+	}
+	return order
 }
 
 // ReadyAfter returns when a pod of that name other than uid was first seen
