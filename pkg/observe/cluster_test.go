@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -21,6 +20,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
+
+	"github.com/nats-operator/nats-operator/internal/testport"
 )
 
 // testRevision is the config revision every test server reports.
@@ -126,15 +127,7 @@ type testCluster struct {
 // between freePort and the listen.
 var testHost = fmt.Sprintf("127.%d.%d.%d", 64+rand.IntN(128), rand.IntN(256), 1+rand.IntN(254))
 
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", testHost+":0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+func freePort(t testing.TB) int { return testport.Free(t, testHost) }
 
 // startCluster starts one server per name, all routed to each other.
 // trustOf says which servers run in operator mode (nil: none).

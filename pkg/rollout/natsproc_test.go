@@ -4,14 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,6 +16,8 @@ import (
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
+
+	"github.com/nats-operator/nats-operator/internal/testport"
 )
 
 // The harness of the route-compatibility matrix: real nats-server processes
@@ -229,34 +228,9 @@ func (s *natsServer) config(v variant, routes []string, w *trustWorld) []byte {
 	return b
 }
 
-var (
-	portsMu sync.Mutex
-	ports   = map[int]bool{}
-)
-
-// freePort picks a free port below the kernel's ephemeral range (32768 and
-// up on Linux), so that no outgoing connection takes it while its server
-// restarts.
-func freePort(t *testing.T) int {
-	t.Helper()
-	portsMu.Lock()
-	defer portsMu.Unlock()
-	for range 1000 {
-		p := 20000 + rand.IntN(12000)
-		if ports[p] {
-			continue
-		}
-		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
-		if err != nil {
-			continue
-		}
-		l.Close()
-		ports[p] = true
-		return p
-	}
-	t.Fatal("no free port")
-	return 0
-}
+// freePort picks a free port below the kernel's ephemeral range, so that no
+// outgoing connection takes it while its server restarts.
+func freePort(t *testing.T) int { return testport.Free(t, "127.0.0.1") }
 
 // start runs the server on a variant; its store stays in s.dir.
 func (s *natsServer) start(t *testing.T, bin string, v variant, routes []string, w *trustWorld) {

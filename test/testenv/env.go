@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -30,6 +29,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
+
+	"github.com/nats-operator/nats-operator/internal/testport"
 )
 
 // Options choose what the control plane runs.
@@ -252,17 +253,11 @@ func (e *Env) writeCredentials() error {
 	return os.WriteFile(e.ServiceAccountKeyFile, keyPEM, 0o600)
 }
 
-// freePort returns a loopback port that was free a moment ago. A process
-// that loses the race to another test binary fails with "address already in
-// use" and is restarted on other ports.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
+// freePort returns a loopback port that was free a moment ago, below the
+// ephemeral range so that no client connection takes it first. A process
+// that still loses the race to another test binary fails with "address
+// already in use" and is restarted on other ports.
+func freePort() (int, error) { return testport.Pick("127.0.0.1") }
 
 // startRetrying starts a process with fresh ports until it is ready, up to
 // three times when it lost a port to someone else.

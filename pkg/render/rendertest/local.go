@@ -16,6 +16,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 
+	"github.com/nats-operator/nats-operator/internal/testport"
 	"github.com/nats-operator/nats-operator/pkg/render"
 )
 
@@ -193,15 +194,7 @@ func StartLocalCluster(t testing.TB, out *render.Output, namespace, cluster stri
 // listen.
 var localHost = fmt.Sprintf("127.%d.%d.%d", 192+rand.IntN(62), rand.IntN(256), 1+rand.IntN(254))
 
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", localHost+":0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+func freePort(t testing.TB) int { return testport.Free(t, localHost) }
 
 // Eventually polls check every 50ms until it returns nil or timeout passes,
 // then fails the test with the last error. For tests against real servers
