@@ -84,6 +84,9 @@ type Controller struct {
 	metrics *Metrics
 	// observer asks the NATS servers; it keeps connections per cluster.
 	observer *observe.Observer
+	// ownWrites keeps syncs from planning on a cache that has not yet
+	// seen the controller's own last write of a NatsCluster.
+	ownWrites *ownWrites
 
 	// cachesSynced is set once every informer has synced (for /readyz).
 	cachesSynced sync.Once
@@ -114,6 +117,7 @@ func New(ctx context.Context, kubeClient kubernetes.Interface, natsClient versio
 		pods:           inf.Pods.Lister(),
 		pdbs:           inf.PDBs.Lister(),
 		secrets:        inf.Secrets.Lister(),
+		ownWrites:      newOwnWrites(),
 		synced: []cache.InformerSynced{
 			inf.Clusters.Informer().HasSynced, inf.OperatorTrusts.Informer().HasSynced,
 			inf.AccountTrusts.Informer().HasSynced, inf.StatefulSets.Informer().HasSynced,

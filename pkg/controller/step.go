@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
@@ -94,7 +96,7 @@ func (c *Controller) executeStep(ctx context.Context, st *clusterState, out *ren
 	if step.ResetJetStream {
 		c.recorder.Eventf(nc, corev1.EventTypeWarning, clusterv1beta1.EventJetStreamReset,
 			"JetStream starts empty because the system account changes; left behind on the volumes, unreachable: %s",
-			describeStreams(step.StreamsLeftBehind))
+			rollout.CountStreams(step.StreamsLeftBehind))
 	}
 	for _, name := range step.Servers {
 		i, ok := render.ServerOrdinal(nc.Name, name)
@@ -120,21 +122,6 @@ func (c *Controller) executeStep(ctx context.Context, st *clusterState, out *ren
 	}
 	logger.V(2).Info("Took a rollout step", "kind", step.Kind, "servers", step.Servers, "revision", out.Revision, "forced", step.Forced)
 	return nil
-}
-
-func describeStreams(streams []rollout.StreamRef) string {
-	if len(streams) == 0 {
-		return "no streams"
-	}
-	parts := make([]string, 0, len(streams))
-	for _, s := range streams {
-		acc := s.Account
-		if acc == rollout.GlobalAccount {
-			acc = "the global account"
-		}
-		parts = append(parts, fmt.Sprintf("%s (%s)", s.Name, acc))
-	}
-	return fmt.Sprintf("%d streams: %s", len(streams), strings.Join(parts, ", "))
 }
 
 // clearAnnotations removes one-shot annotations with a patch that carries
@@ -163,6 +150,7 @@ func (c *Controller) clearAnnotations(ctx context.Context, nc *clusterv1beta1.Na
 	if err != nil {
 		return nil, fmt.Errorf("clearing annotations %v of NatsCluster %s: %w", keys, klog.KObj(nc), err)
 	}
+	c.ownWrites.wrote(cache.MetaObjectToName(nc), nc.ResourceVersion, time.Now())
 	klog.FromContext(ctx).V(2).Info("Cleared one-shot annotations", "annotations", keys)
 	return patched, nil
 }

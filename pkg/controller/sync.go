@@ -54,11 +54,16 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	if apierrors.IsNotFound(err) {
 		logger.V(4).Info("NatsCluster is gone; owned objects are left to the garbage collector")
 		c.observer.Forget(key.String())
+		c.ownWrites.forget(key)
 		c.metrics.GateWaiting.DeletePartialMatch(map[string]string{"namespace": key.Namespace, "name": key.Name})
 		return 0, nil
 	}
 	if err != nil {
 		return 0, err
+	}
+	if c.ownWrites.cacheBehind(key, nc.ResourceVersion, time.Now()) {
+		logger.V(4).Info("The cache has not seen this controller's last write yet; looking again shortly", "resourceVersion", nc.ResourceVersion)
+		return cacheCatchUp, nil
 	}
 	now := metav1.Now()
 
@@ -215,6 +220,7 @@ func (c *Controller) writeStatus(ctx context.Context, nc *clusterv1beta1.NatsClu
 	if err != nil {
 		return fmt.Errorf("updating status of NatsCluster %s: %w", klog.KObj(nc), err)
 	}
+	c.ownWrites.wrote(cache.MetaObjectToName(nc), nc.ResourceVersion, time.Now())
 	klog.FromContext(ctx).V(2).Info("Updated status")
 	return nil
 }

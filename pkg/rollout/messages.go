@@ -137,6 +137,16 @@ func restartAllMessage(servers []string, step *Step) string {
 	return msg
 }
 
+// CountStreams says how many streams there are and names them, for Events
+// and logs: "no streams", "1 stream (ORDERS in the global account)",
+// "7 streams (A, B, C, D, E in the global account, and 2 more)".
+func CountStreams(streams []StreamRef) string {
+	if len(streams) == 0 {
+		return "no streams"
+	}
+	return fmt.Sprintf("%d %s (%s)", len(streams), plural(len(streams), "stream", "streams"), describeStreams(streams))
+}
+
 // describeStreams names up to MaxNamedStreams streams grouped by account:
 // "ORDERS, EVENTS in the global account; X in account ABCDEFGH...", then
 // "and N more".
