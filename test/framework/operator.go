@@ -54,7 +54,7 @@ func OperatorBinary(t testing.TB) string {
 }
 
 // KeptDir returns a new directory that is removed when the test passes and
-// kept (for its logs) when it fails.
+// kept (for its logs) when it fails, or always with NATS_OPERATOR_E2E_KEEP set.
 func KeptDir(t testing.TB, what string) string {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "nats-operator-e2e-"+what+"-")
@@ -62,7 +62,7 @@ func KeptDir(t testing.TB, what string) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if !t.Failed() {
+		if !t.Failed() && os.Getenv("NATS_OPERATOR_E2E_KEEP") == "" {
 			_ = os.RemoveAll(dir)
 		}
 	})
