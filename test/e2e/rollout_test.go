@@ -66,6 +66,12 @@ func verifyNoLoss(ctx context.Context, t *testing.T, s *framework.Stack, pub *fr
 	// Read back on a new connection each attempt: the publisher's client
 	// has followed every restart and may sit on a server that is itself
 	// still catching up.
+	var readErr error
+	defer func() {
+		if t.Failed() && readErr != nil {
+			s.DiagnoseServers(ctx, t, "nats", "demo", opts...)
+		}
+	}()
 	framework.Eventually(t, time.Minute, time.Second, "reading the stream back", func() (bool, string) {
 		conn, err := nats.Connect(strings.Join(s.PodURLs(ctx, t, "nats", "demo"), ","), append([]nats.Option{nats.Timeout(2 * time.Second)}, opts...)...)
 		if err != nil {
@@ -77,7 +83,8 @@ func verifyNoLoss(ctx context.Context, t *testing.T, s *framework.Stack, pub *fr
 			return false, err.Error()
 		}
 		ids, total, err = framework.StreamMsgIDs(ctx, fresh, "ORDERS")
-		return err == nil, fmt.Sprint(err)
+		readErr = err
+		return err == nil, fmt.Sprintf("%v (on %s)", err, conn.ConnectedServerName())
 	})
 	lost := 0
 	for id := range acked {
