@@ -61,18 +61,19 @@ func verifyNoLoss(ctx context.Context, t *testing.T, s *framework.Stack, pub *fr
 	t.Helper()
 	acked := pub.Stop()
 	_, attempts, failures, _ := pub.Stats()
-	var ids map[string]bool
-	var total uint64
 	// Read back on a new connection each attempt: the publisher's client
 	// has followed every restart and may sit on a server that is itself
-	// still catching up.
+	// still catching up. A failed attempt keeps what it read.
+	reader := &framework.StreamReader{Stream: "ORDERS"}
 	var readErr error
 	defer func() {
 		if t.Failed() && readErr != nil {
 			s.DiagnoseServers(ctx, t, "nats", "demo", opts...)
 		}
 	}()
-	framework.Eventually(t, time.Minute, time.Second, "reading the stream back", func() (bool, string) {
+	start, attempt := time.Now(), 0
+	framework.Eventually(t, 2*time.Minute, time.Second, "reading the stream back", func() (bool, string) {
+		attempt++
 		conn, err := nats.Connect(strings.Join(s.PodURLs(ctx, t, "nats", "demo"), ","), append([]nats.Option{nats.Timeout(2 * time.Second)}, opts...)...)
 		if err != nil {
 			return false, err.Error()
@@ -82,10 +83,14 @@ func verifyNoLoss(ctx context.Context, t *testing.T, s *framework.Stack, pub *fr
 		if err != nil {
 			return false, err.Error()
 		}
-		ids, total, err = framework.StreamMsgIDs(ctx, fresh, "ORDERS")
-		readErr = err
-		return err == nil, fmt.Sprintf("%v (on %s)", err, conn.ConnectedServerName())
+		readErr = reader.Read(ctx, fresh)
+		if readErr != nil {
+			t.Logf("reading the stream back, attempt %d on %s: %v", attempt, conn.ConnectedServerName(), readErr)
+		}
+		return readErr == nil, fmt.Sprintf("%v (on %s)", readErr, conn.ConnectedServerName())
 	})
+	ids, total := reader.IDs, reader.Total
+	t.Logf("read %d messages back in %s (%d attempts)", len(ids), time.Since(start).Round(time.Millisecond), attempt)
 	lost := 0
 	for id := range acked {
 		if !ids[id] {

@@ -146,44 +146,67 @@ func (p *Publisher) Stats() (acked, attempts, failures int, lastErr error) {
 	return len(p.acked), p.attempts, p.failures, p.lastErr
 }
 
-// StreamMsgIDs reads every message of a stream with an ordered consumer and
-// returns the set of their Nats-Msg-Id headers.
-func StreamMsgIDs(ctx context.Context, js jetstream.JetStream, stream string) (map[string]bool, uint64, error) {
-	s, err := js.Stream(ctx, stream)
+// StreamReader reads every message of a stream and collects their
+// Nats-Msg-Id headers. A Read that fails (a consumer moved, a request that
+// found no responder while interest was still crossing a route) keeps what
+// it read: the next Read, on any connection, goes on after the last
+// sequence read instead of starting over, so a stream of hundreds of
+// thousands of messages is read to the end however often a read fails.
+type StreamReader struct {
+	Stream string
+	// IDs holds the Nats-Msg-Id of every message read.
+	IDs map[string]bool
+	// Total is the stream's message count at the last Read.
+	Total uint64
+	next  uint64 // the first sequence not yet read
+}
+
+// Read reads from where the last Read stopped to the stream's last
+// sequence as it is now.
+func (r *StreamReader) Read(ctx context.Context, js jetstream.JetStream) error {
+	if r.IDs == nil {
+		r.IDs, r.next = map[string]bool{}, 1
+	}
+	s, err := js.Stream(ctx, r.Stream)
 	if err != nil {
-		return nil, 0, err
+		return err
 	}
 	info, err := s.Info(ctx)
 	if err != nil {
-		return nil, 0, err
+		return err
 	}
-	total := info.State.Msgs
-	ids := map[string]bool{}
-	if total == 0 {
-		return ids, 0, nil
+	r.Total = info.State.Msgs
+	last := info.State.LastSeq
+	if r.next > last || r.Total == 0 {
+		return nil
 	}
-	cons, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
+	cons, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: r.next,
+	})
 	if err != nil {
-		return nil, 0, err
+		return err
 	}
-	var read uint64
-	for read < total {
+	for r.next <= last {
 		batch, err := cons.Fetch(1000, jetstream.FetchMaxWait(5*time.Second))
 		if err != nil {
-			return nil, 0, err
+			return fmt.Errorf("after sequence %d of %d: %w", r.next-1, last, err)
 		}
 		n := 0
 		for m := range batch.Messages() {
-			ids[m.Headers().Get(nats.MsgIdHdr)] = true
-			read++
+			md, err := m.Metadata()
+			if err != nil {
+				return err
+			}
+			r.IDs[m.Headers().Get(nats.MsgIdHdr)] = true
+			r.next = md.Sequence.Stream + 1
 			n++
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
-			return nil, 0, err
+			return fmt.Errorf("after sequence %d of %d: %w", r.next-1, last, err)
 		}
 		if n == 0 {
-			return nil, 0, fmt.Errorf("read %d of %d messages, then nothing", read, total)
+			return fmt.Errorf("read up to sequence %d of %d, then nothing", r.next-1, last)
 		}
 	}
-	return ids, total, nil
+	return nil
 }
