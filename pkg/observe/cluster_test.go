@@ -294,7 +294,8 @@ func addStreams(t testing.TB, nc *nats.Conn, n, replicas int, storage jetstream.
 		}
 		if consumers > 0 {
 			for k := range 3 {
-				if _, err := js.Publish(ctx, fmt.Sprintf("%s.%d", name, k), []byte("hello")); err != nil {
+				if _, err := js.Publish(ctx, fmt.Sprintf("%s.%d", name, k), []byte("hello"),
+					jetstream.WithRetryAttempts(40), jetstream.WithRetryWait(100*time.Millisecond)); err != nil {
 					t.Fatalf("publishing to %s: %v", name, err)
 				}
 			}

@@ -105,7 +105,8 @@ func writeR3(t *testing.T, nc *nats.Conn, stream string, n int) {
 		return err
 	})
 	for i := range n {
-		if _, err := js.Publish(ctx, fmt.Sprintf("%s.%d", stream, i), []byte("hello")); err != nil {
+		if _, err := js.Publish(ctx, fmt.Sprintf("%s.%d", stream, i), []byte("hello"),
+			jetstream.WithRetryAttempts(40), jetstream.WithRetryWait(100*time.Millisecond)); err != nil {
 			t.Fatalf("publishing message %d: %v", i, err)
 		}
 	}

@@ -120,7 +120,8 @@ func publishN(ctx context.Context, t *testing.T, js jetstream.JetStream, stream 
 	t.Helper()
 	framework.CreateStream(ctx, t, js, stream, 3)
 	for i := range n {
-		if _, err := js.Publish(ctx, stream+".x", []byte(fmt.Sprint(i))); err != nil {
+		if _, err := js.Publish(ctx, stream+".x", []byte(fmt.Sprint(i)),
+			jetstream.WithRetryAttempts(40), jetstream.WithRetryWait(100*time.Millisecond)); err != nil {
 			t.Fatalf("publishing message %d: %v", i, err)
 		}
 	}

@@ -375,7 +375,8 @@ func TestStatefulSetsRunANATSClusterThroughDeletionKillAndConfigEdit(t *testing.
 	start = time.Now()
 	for i := 0; i < 1000; i++ {
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		_, err := js.Publish(pctx, fmt.Sprintf("orders.%d", i), []byte("order "+strconv.Itoa(i)))
+		_, err := js.Publish(pctx, fmt.Sprintf("orders.%d", i), []byte("order "+strconv.Itoa(i)),
+			jetstream.WithRetryAttempts(40), jetstream.WithRetryWait(100*time.Millisecond))
 		cancel()
 		if err != nil {
 			t.Fatalf("publish %d: %v", i, err)
