@@ -2,9 +2,6 @@ package framework
 
 import (
 	"context"
-	"fmt"
-	"io"
-	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -43,26 +40,13 @@ func (s *Stack) DiagnoseServers(ctx context.Context, t testing.TB, namespace, cl
 			conn.Close()
 		}
 		for _, ep := range []string{"varz", "jsz?accounts=true&streams=true&consumers=true&config=true&raft=true", "accountz", "routez?subs=1", "subsz?subs=1", "healthz"} {
-			body := httpGet(ctx, "http://"+host+":8222/"+ep)
+			_, body, err := Get("http://" + host + ":8222/" + ep)
+			if err != nil {
+				body = err.Error()
+			}
 			name := host + "-" + strings.NewReplacer("?", "_", "&", "_", "=", "-").Replace(ep) + ".json"
-			_ = os.WriteFile(filepath.Join(dir, url.PathEscape(name)), body, 0o644)
+			_ = os.WriteFile(filepath.Join(dir, url.PathEscape(name)), []byte(body), 0o644)
 		}
 	}
 	t.Logf("monitoring endpoints of every server: %s", dir)
-}
-
-func httpGet(ctx context.Context, u string) []byte {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return []byte(err.Error())
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return []byte(fmt.Sprintf("GET %s: %v", u, err))
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return b
 }
