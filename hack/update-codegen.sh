@@ -13,7 +13,15 @@ cd "$ROOT"
 MODULE="github.com/nats-operator/nats-operator"
 export GOWORK=off
 
+# The generator scripts come from the module proxy at the version go.mod
+# pins: `go list -m` prints nothing for a module not yet in the module cache
+# (a fresh machine), so download it first.
+go mod download k8s.io/code-generator
 CODEGEN_PKG="$(go list -m -f '{{.Dir}}' k8s.io/code-generator)"
+if [ ! -f "${CODEGEN_PKG}/kube_codegen.sh" ]; then
+  echo "update-codegen: k8s.io/code-generator has no kube_codegen.sh (module dir: '${CODEGEN_PKG}')" >&2
+  exit 1
+fi
 # shellcheck source=/dev/null
 source "${CODEGEN_PKG}/kube_codegen.sh"
 
