@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -47,7 +46,7 @@ func (c *Controller) createConfigMap(ctx context.Context, want *corev1.ConfigMap
 		return nil, &notControlledError{"ConfigMap", want.Namespace, want.Name}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("creating ConfigMap %s: %w", klog.KObj(want), err)
+		return nil, writeError("creating", "ConfigMap", want, err)
 	}
 	klog.FromContext(ctx).V(2).Info("Created ConfigMap", "configmap", klog.KObj(want))
 	return cm, nil
@@ -60,7 +59,7 @@ func (c *Controller) createStatefulSet(ctx context.Context, want *appsv1.Statefu
 		return nil, &notControlledError{"StatefulSet", want.Namespace, want.Name}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("creating StatefulSet %s: %w", klog.KObj(want), err)
+		return nil, writeError("creating", "StatefulSet", want, err)
 	}
 	klog.FromContext(ctx).V(2).Info("Created StatefulSet", "statefulset", klog.KObj(want))
 	return sts, nil
@@ -95,7 +94,7 @@ func (c *Controller) restartServer(ctx context.Context, so *serverObjects, targe
 		_, err := c.kubeClient.AppsV1().StatefulSets(updated.Namespace).Update(ctx, updated, metav1.UpdateOptions{FieldManager: FieldManager})
 		c.countWrite("statefulsets", "update")
 		if err != nil {
-			return fmt.Errorf("updating StatefulSet %s: %w", klog.KObj(updated), err)
+			return writeError("updating", "StatefulSet", updated, err)
 		}
 		logger.V(2).Info("Updated StatefulSet template", "statefulset", klog.KObj(updated), "revision", revision)
 	}
@@ -110,7 +109,7 @@ func (c *Controller) restartServer(ctx context.Context, so *serverObjects, targe
 	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
 		return nil // already replaced
 	case err != nil:
-		return fmt.Errorf("deleting Pod %s: %w", klog.KObj(pod), err)
+		return writeError("deleting", "Pod", pod, err)
 	}
 	logger.V(2).Info("Deleted pod to restart it", "pod", klog.KObj(pod), "revision", revision)
 	return nil
@@ -127,7 +126,7 @@ func (c *Controller) writeConfigMap(ctx context.Context, got, want *corev1.Confi
 	_, err := c.kubeClient.CoreV1().ConfigMaps(updated.Namespace).Update(ctx, updated, metav1.UpdateOptions{FieldManager: FieldManager})
 	c.countWrite("configmaps", "update")
 	if err != nil {
-		return fmt.Errorf("updating ConfigMap %s: %w", klog.KObj(updated), err)
+		return writeError("updating", "ConfigMap", updated, err)
 	}
 	klog.FromContext(ctx).V(2).Info("Updated ConfigMap", "configmap", klog.KObj(updated))
 	return nil

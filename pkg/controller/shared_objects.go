@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -36,7 +35,7 @@ func (c *Controller) ensureService(ctx context.Context, nc *clusterv1beta1.NatsC
 			return &notControlledError{"Service", want.Namespace, want.Name}
 		}
 		if err != nil {
-			return fmt.Errorf("creating Service %s: %w", klog.KObj(want), err)
+			return writeError("creating", "Service", want, err)
 		}
 		klog.FromContext(ctx).V(2).Info("Created Service", "service", klog.KObj(want))
 		return nil
@@ -61,7 +60,7 @@ func (c *Controller) ensureService(ctx context.Context, nc *clusterv1beta1.NatsC
 	_, err = c.kubeClient.CoreV1().Services(want.Namespace).Update(ctx, updated, metav1.UpdateOptions{FieldManager: FieldManager})
 	c.countWrite("services", "update")
 	if err != nil {
-		return fmt.Errorf("updating Service %s: %w", klog.KObj(want), err)
+		return writeError("updating", "Service", want, err)
 	}
 	klog.FromContext(ctx).V(2).Info("Updated Service", "service", klog.KObj(want))
 	return nil
@@ -76,7 +75,7 @@ func (c *Controller) ensurePDB(ctx context.Context, nc *clusterv1beta1.NatsClust
 			return &notControlledError{"PodDisruptionBudget", want.Namespace, want.Name}
 		}
 		if err != nil {
-			return fmt.Errorf("creating PodDisruptionBudget %s: %w", klog.KObj(want), err)
+			return writeError("creating", "PodDisruptionBudget", want, err)
 		}
 		klog.FromContext(ctx).V(2).Info("Created PodDisruptionBudget", "pdb", klog.KObj(want))
 		return nil
@@ -96,7 +95,7 @@ func (c *Controller) ensurePDB(ctx context.Context, nc *clusterv1beta1.NatsClust
 	_, err = c.kubeClient.PolicyV1().PodDisruptionBudgets(want.Namespace).Update(ctx, updated, metav1.UpdateOptions{FieldManager: FieldManager})
 	c.countWrite("poddisruptionbudgets", "update")
 	if err != nil {
-		return fmt.Errorf("updating PodDisruptionBudget %s: %w", klog.KObj(want), err)
+		return writeError("updating", "PodDisruptionBudget", want, err)
 	}
 	return nil
 }

@@ -96,9 +96,13 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	default:
 		out, err = render.Render(render.Input{Cluster: nc, Trust: st.trust})
 		var te *render.TrustError
+		var se *render.SpecError
 		switch {
 		case errors.As(err, &te):
 			hold(te.Reason, te.Message+"; no server was changed")
+			out = nil
+		case errors.As(err, &se):
+			hold(clusterv1beta1.ReasonInvalidSpec, se.Error()+"; no server was changed")
 			out = nil
 		case err != nil:
 			hold(clusterv1beta1.ReasonUnsupportedChange, err.Error())
@@ -106,12 +110,26 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		}
 	}
 
-	if err := c.ensureSharedObjects(ctx, nc); err != nil {
-		if !errors.As(err, &nce) {
-			return 0, err
+	// holdOnWrite turns an error of writing an object into a hold when it is
+	// one the user must act on (an object in the way, a refused write), and
+	// reports whether it did; any other error is retried.
+	holdOnWrite := func(err error) bool {
+		var wre *writeRefusedError
+		switch {
+		case errors.As(err, &nce):
+			hold(clusterv1beta1.ReasonReconcileFailed, nce.Error())
+		case errors.As(err, &wre):
+			logger.V(2).Info("The API server refused a write", "err", err)
+			hold(clusterv1beta1.ReasonReconcileFailed, wre.Error())
+		default:
+			return false
 		}
-		hold(clusterv1beta1.ReasonReconcileFailed, nce.Error())
 		out = nil
+		return true
+	}
+
+	if err := c.ensureSharedObjects(ctx, nc); err != nil && !holdOnWrite(err) {
+		return 0, err
 	}
 	if out != nil {
 		existing, err := c.clusterStatefulSets(nc)
@@ -124,12 +142,8 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		}
 	}
 	if out != nil {
-		if err := c.createMissingServers(ctx, st, out); err != nil {
-			if !errors.As(err, &nce) {
-				return 0, err
-			}
-			hold(clusterv1beta1.ReasonReconcileFailed, nce.Error())
-			out = nil
+		if err := c.createMissingServers(ctx, st, out); err != nil && !holdOnWrite(err) {
+			return 0, err
 		}
 	}
 
@@ -137,13 +151,16 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	c.observedStatus(status, st, snap)
 
 	requeue := idleRequeue
+	var decision rollout.Decision
 	if out != nil {
-		decision := rollout.Plan(c.planInput(st, out, snap, now))
+		decision = rollout.Plan(c.planInput(st, out, snap, now))
 		if decision.Step != nil {
-			if err := c.executeStep(ctx, st, out, decision.Step); err != nil {
+			if err := c.executeStep(ctx, st, out, decision.Step); err != nil && !holdOnWrite(err) {
 				return 0, err
 			}
 		}
+	}
+	if out != nil {
 		if len(decision.ClearAnnotations) > 0 {
 			patched, err := c.clearAnnotations(ctx, nc, decision.ClearAnnotations)
 			if err != nil {

@@ -85,7 +85,8 @@ func (a AuthMode) String() string {
 }
 
 // Render renders every object of in.Cluster. A trust that fails validation
-// gives a *TrustError; a spec it cannot render gives another error. On error
+// gives a *TrustError; a spec that fails a check the CRD cannot make gives a
+// *SpecError; a spec it cannot render gives another error. On error
 // nothing is returned.
 func Render(in Input) (*Output, error) {
 	nc := in.Cluster
@@ -100,6 +101,9 @@ func Render(in Input) (*Output, error) {
 	}
 	if nc.Spec.Version == "" {
 		return nil, errors.New("render: spec.version is empty")
+	}
+	if err := validateSpec(&nc.Spec); err != nil {
+		return nil, err
 	}
 
 	var trust *validTrust

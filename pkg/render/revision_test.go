@@ -145,7 +145,7 @@ var mutations = []mutation{
 	{"set a file store limit", true, func(nc *clusterv1beta1.NatsCluster, _ *render.Trust) { rt.JetStreamLimits("", "3333Mi")(nc) }},
 	{"add a label to the claim template", true, func(nc *clusterv1beta1.NatsCluster, _ *render.Trust) {
 		rt.Claim("7Gi", "")(nc)
-		nc.Spec.JetStream.VolumeClaimTemplate.Metadata.Labels = map[string]string{"backup": "yes"}
+		nc.Spec.JetStream.VolumeClaimTemplate.Metadata.Labels = map[string]clusterv1beta1.LabelValue{"backup": "yes"}
 	}},
 	{"toggle auth", true, func(nc *clusterv1beta1.NatsCluster, _ *render.Trust) {
 		if nc.Spec.Auth == nil {

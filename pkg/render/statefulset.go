@@ -84,7 +84,9 @@ func statefulSet(nc *clusterv1beta1.NatsCluster, ordinal int32, rev string) *app
 	if js := spec.JetStream; js != nil && js.VolumeClaimTemplate != nil {
 		vct := js.VolumeClaimTemplate
 		claimLabels := ServerLabels(nc.Name, ordinal)
-		maps.Copy(claimLabels, vct.Metadata.Labels)
+		for k, v := range vct.Metadata.Labels {
+			claimLabels[k] = string(v)
+		}
 		// Our labels win over the template's: selectors and the controller
 		// rely on them.
 		maps.Copy(claimLabels, ServerLabels(nc.Name, ordinal))
@@ -159,9 +161,17 @@ func statefulSet(nc *clusterv1beta1.NatsCluster, ordinal int32, rev string) *app
 }
 
 // claimSpec is the claim template's spec with the API server's defaults
-// filled in (volumeMode Filesystem), so a template read back compares equal.
+// filled in (volumeMode Filesystem), so a template read back compares equal,
+// and accessModes defaulted to [ReadWriteOnce] when absent or empty, as the
+// earlier operator did: the API server requires at least one, and each claim
+// is used by one server's pod only. (Defaulted here, not in the CRD schema:
+// the claim spec is core/v1's type, whose schema controller-gen copies, and a
+// manifest that worked with the earlier operator must work unchanged.)
 func claimSpec(in *corev1.PersistentVolumeClaimSpec) corev1.PersistentVolumeClaimSpec {
 	out := *in.DeepCopy()
+	if len(out.AccessModes) == 0 {
+		out.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}
+	}
 	if out.VolumeMode == nil {
 		out.VolumeMode = ptr(corev1.PersistentVolumeFilesystem)
 	}

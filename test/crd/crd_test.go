@@ -202,6 +202,17 @@ func TestBadNatsClustersAreRefusedNamingTheField(t *testing.T) {
 		{name: "a negative maxMemoryStore is refused", edits: []edit{set("spec.jetstream.limits.maxMemoryStore", "-512Mi")}, field: "spec.jetstream.limits.maxMemoryStore", reason: metav1.StatusReasonInvalid},
 		{name: "a maxFileStore that is not a quantity is refused", edits: []edit{set("spec.jetstream.limits.maxFileStore", "lots")}, field: "spec.jetstream.limits.maxFileStore", reason: metav1.StatusReasonInvalid},
 		{name: "a server tag with an empty key is refused", edits: []edit{set("spec.serverTags", map[string]any{"": "eu"})}, field: "spec.serverTags", reason: metav1.StatusReasonInvalid},
+		{name: "a name with a dot is refused", edits: []edit{func(o map[string]any) { o["metadata"].(map[string]any)["name"] = "demo.eu" }}, field: "metadata.name", reason: metav1.StatusReasonInvalid},
+		{name: "a request larger than its limit is refused", edits: []edit{set("spec.resources.requests", map[string]any{"memory": "2Gi"})}, field: "spec.resources.requests", reason: metav1.StatusReasonInvalid},
+		{name: "a negative cpu limit is refused", edits: []edit{set("spec.resources.limits", map[string]any{"cpu": "-1"})}, field: "spec.resources.limits", reason: metav1.StatusReasonInvalid},
+		{name: "a resource other than cpu, memory and ephemeral-storage is refused", edits: []edit{set("spec.resources.limits", map[string]any{"nvidia.com/gpu": "1"})}, field: "spec.resources.limits", reason: metav1.StatusReasonInvalid},
+		{name: "resource claims are refused", edits: []edit{set("spec.resources.claims", []any{map[string]any{"name": "gpu"}})}, field: "spec.resources", reason: metav1.StatusReasonInvalid},
+		{name: "a claim template without a storage request is refused", edits: []edit{remove("spec.jetstream.volumeClaimTemplate.spec.resources")}, field: "spec.jetstream.volumeClaimTemplate.spec.resources", reason: metav1.StatusReasonInvalid},
+		{name: "a Block claim is refused", edits: []edit{set("spec.jetstream.volumeClaimTemplate.spec.volumeMode", "Block")}, field: "spec.jetstream.volumeClaimTemplate.spec.volumeMode", reason: metav1.StatusReasonInvalid},
+		{name: "ReadWriteOncePod with another access mode is refused", edits: []edit{set("spec.jetstream.volumeClaimTemplate.spec.accessModes", []any{"ReadWriteOncePod", "ReadWriteOnce"})}, field: "spec.jetstream.volumeClaimTemplate.spec.accessModes", reason: metav1.StatusReasonInvalid},
+		{name: "a storage class that is not a DNS subdomain is refused", edits: []edit{set("spec.jetstream.volumeClaimTemplate.spec.storageClassName", "Fast SSD")}, field: "spec.jetstream.volumeClaimTemplate.spec.storageClassName", reason: metav1.StatusReasonInvalid},
+		{name: "a claim label key with a space is refused", edits: []edit{set("spec.jetstream.volumeClaimTemplate.metadata.labels", map[string]any{"bad key": "x"})}, field: "spec.jetstream.volumeClaimTemplate.metadata.labels", reason: metav1.StatusReasonInvalid},
+		{name: "a claim label value of 64 characters is refused", edits: []edit{set("spec.jetstream.volumeClaimTemplate.metadata.labels", map[string]any{"team": strings.Repeat("v", 64)})}, field: "spec.jetstream.volumeClaimTemplate.metadata.labels.team", reason: metav1.StatusReasonInvalid},
 		{name: "a JetStream domain with a space is refused", edits: []edit{set("spec.jetstream.domain", "my hub")}, field: "spec.jetstream.domain", reason: metav1.StatusReasonInvalid},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -318,7 +329,9 @@ func namesField(err error, field string) bool {
 				return true
 			}
 		}
-		return false
+		// A rule on the whole object (metadata.name) has no field path; its
+		// message opens with the field.
+		return strings.Contains(s.Message, "Invalid value: "+field+" must")
 	}
 	return strings.Contains(s.Message, `"`+field+`"`) || strings.Contains(s.Message, field+":")
 }

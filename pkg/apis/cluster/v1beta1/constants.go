@@ -46,6 +46,9 @@ const (
 	ReasonCredentialsNotFound  = "CredentialsNotFound"
 	ReasonReconcileFailed      = "ReconcileFailed"
 	ReasonUnsupportedChange    = "UnsupportedChange"
+	// ReasonInvalidSpec: a spec the CRD accepted fails a check only the
+	// renderer makes; nothing was written.
+	ReasonInvalidSpec = "InvalidSpec"
 )
 
 // Event reasons that are not condition reasons.
@@ -71,6 +74,15 @@ const (
 	// accepts leaving existing streams behind.
 	RestartAllResetJetStream = "reset-jetstream"
 )
+
+// MaxNameLength is the longest NatsCluster name (49 characters), so that
+// every derived name and label fits Kubernetes' limits at the largest
+// replicas (99: ordinals up to 98): the StatefulSet <name>-98 labels its
+// pod with controller-revision-hash <name>-98-<hash of up to 10 characters>,
+// a label value of at most 63 characters. (The pod's hostname <name>-98-0
+// and the Service <name>-headless, both DNS labels of at most 63, allow
+// longer names.) The CRD refuses longer names at apply.
+const MaxNameLength = 49
 
 // Labels on every object the controller makes.
 const (

@@ -22,6 +22,8 @@ import (
 // +kubebuilder:printcolumn:name="Settled",type=string,JSONPath=`.status.conditions[?(@.type=="Settled")].status`
 // +kubebuilder:printcolumn:name="Progressing",type=string,JSONPath=`.status.conditions[?(@.type=="Progressing")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 49",message="metadata.name must be at most 49 characters: the names and labels of each server's StatefulSet, pod and Services are derived from it and must fit Kubernetes' 63-character limits with up to 99 servers"
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS label starting with a letter (lower case letters, digits and '-'): it names the cluster's Services, StatefulSets and pods"
 type NatsCluster struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -60,10 +62,23 @@ type NatsClusterSpec struct {
 	// +kubebuilder:validation:Maximum=99
 	Replicas int32 `json:"replicas"`
 
-	// resources are the container resources of nats-server. With
+	// resources are the container resources of nats-server: cpu, memory and
+	// ephemeral-storage, each request no larger than its limit. With
 	// limits.memory set, GOMEMLIMIT is 90% of it and JetStream's
 	// max_memory_store 75% of it, unless jetstream.limits sets it.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="!has(self.claims)",message="resource claims are not supported"
+	// +kubebuilder:validation:XValidation:rule="!has(self.limits) || self.limits.all(k, k in ['cpu', 'memory', 'ephemeral-storage'])",message="limits may name only cpu, memory and ephemeral-storage",fieldPath=".limits"
+	// +kubebuilder:validation:XValidation:rule="!has(self.requests) || self.requests.all(k, k in ['cpu', 'memory', 'ephemeral-storage'])",message="requests may name only cpu, memory and ephemeral-storage",fieldPath=".requests"
+	// +kubebuilder:validation:XValidation:rule="!has(self.limits) || !('cpu' in self.limits) || quantity(string(self.limits['cpu'])).compareTo(quantity('0')) >= 0",message="limits.cpu must not be negative",fieldPath=".limits"
+	// +kubebuilder:validation:XValidation:rule="!has(self.requests) || !('cpu' in self.requests) || quantity(string(self.requests['cpu'])).compareTo(quantity('0')) >= 0",message="requests.cpu must not be negative",fieldPath=".requests"
+	// +kubebuilder:validation:XValidation:rule="!has(self.requests) || !has(self.limits) || !('cpu' in self.requests) || !('cpu' in self.limits) || quantity(string(self.requests['cpu'])).compareTo(quantity(string(self.limits['cpu']))) <= 0",message="requests.cpu must be less than or equal to limits.cpu",fieldPath=".requests"
+	// +kubebuilder:validation:XValidation:rule="!has(self.limits) || !('memory' in self.limits) || quantity(string(self.limits['memory'])).compareTo(quantity('0')) >= 0",message="limits.memory must not be negative",fieldPath=".limits"
+	// +kubebuilder:validation:XValidation:rule="!has(self.requests) || !('memory' in self.requests) || quantity(string(self.requests['memory'])).compareTo(quantity('0')) >= 0",message="requests.memory must not be negative",fieldPath=".requests"
+	// +kubebuilder:validation:XValidation:rule="!has(self.requests) || !has(self.limits) || !('memory' in self.requests) || !('memory' in self.limits) || quantity(string(self.requests['memory'])).compareTo(quantity(string(self.limits['memory']))) <= 0",message="requests.memory must be less than or equal to limits.memory",fieldPath=".requests"
+	// +kubebuilder:validation:XValidation:rule="!has(self.limits) || !('ephemeral-storage' in self.limits) || quantity(string(self.limits['ephemeral-storage'])).compareTo(quantity('0')) >= 0",message="limits.ephemeral-storage must not be negative",fieldPath=".limits"
+	// +kubebuilder:validation:XValidation:rule="!has(self.requests) || !('ephemeral-storage' in self.requests) || quantity(string(self.requests['ephemeral-storage'])).compareTo(quantity('0')) >= 0",message="requests.ephemeral-storage must not be negative",fieldPath=".requests"
+	// +kubebuilder:validation:XValidation:rule="!has(self.requests) || !has(self.limits) || !('ephemeral-storage' in self.requests) || !('ephemeral-storage' in self.limits) || quantity(string(self.requests['ephemeral-storage'])).compareTo(quantity(string(self.limits['ephemeral-storage']))) <= 0",message="requests.ephemeral-storage must be less than or equal to limits.ephemeral-storage",fieldPath=".requests"
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
 
 	// jetstream, when present, turns JetStream on.
@@ -148,21 +163,42 @@ type VolumeClaimTemplate struct {
 	// +optional
 	Metadata EmbeddedObjectMetadata `json:"metadata,omitempty"`
 
-	// spec is the claim's spec; spec.resources.requests.storage sizes it.
+	// spec is the claim's spec; resources.requests.storage (required) sizes
+	// it. accessModes default to [ReadWriteOnce] when absent or empty;
+	// volumeMode must be Filesystem (the default).
 	// +required
+	// +kubebuilder:validation:XValidation:rule="has(self.resources) && has(self.resources.requests) && 'storage' in self.resources.requests",message="resources.requests.storage is required: it sizes each server's claim",fieldPath=".resources"
+	// +kubebuilder:validation:XValidation:rule="!has(self.resources) || !has(self.resources.requests) || self.resources.requests.all(k, k == 'storage')",message="requests may name only storage",fieldPath=".resources.requests"
+	// +kubebuilder:validation:XValidation:rule="!has(self.resources) || !has(self.resources.limits) || self.resources.limits.all(k, k == 'storage')",message="limits may name only storage",fieldPath=".resources.limits"
+	// +kubebuilder:validation:XValidation:rule="!has(self.accessModes) || !('ReadWriteOncePod' in self.accessModes) || size(self.accessModes) == 1",message="ReadWriteOncePod cannot be combined with another access mode",fieldPath=".accessModes"
+	// +kubebuilder:validation:XValidation:rule="!has(self.volumeMode) || self.volumeMode == 'Filesystem'",message="must be Filesystem: the store is a mounted directory",fieldPath=".volumeMode"
+	// +kubebuilder:validation:XValidation:rule="!has(self.storageClassName) || self.storageClassName == '' || self.storageClassName.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="must be empty or a DNS subdomain (lower case letters, digits, '-' and '.')",fieldPath=".storageClassName"
 	Spec corev1.PersistentVolumeClaimSpec `json:"spec"`
 }
 
 // EmbeddedObjectMetadata is the part of object metadata a template may set.
 type EmbeddedObjectMetadata struct {
-	// labels are added to the object.
+	// labels are added to the object; keys and values must be valid
+	// Kubernetes labels.
 	// +optional
-	Labels map[string]string `json:"labels,omitempty"`
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 317 && k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))",message="label keys must be a name of at most 63 characters (letters, digits, '-', '_', '.'), optionally prefixed by a DNS subdomain and '/'"
+	Labels map[string]LabelValue `json:"labels,omitempty"`
 
-	// annotations are added to the object.
+	// annotations are added to the object; keys follow the rules of label
+	// keys.
 	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 317 && k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))",message="annotation keys must be a name of at most 63 characters (letters, digits, '-', '_', '.'), optionally prefixed by a DNS subdomain and '/'"
 	Annotations map[string]string `json:"annotations,omitempty"`
 }
+
+// LabelValue is the value of a Kubernetes label: empty, or at most 63
+// letters, digits, '-', '_' and '.', starting and ending with a letter or
+// digit.
+// +kubebuilder:validation:MaxLength=63
+// +kubebuilder:validation:Pattern=`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`
+type LabelValue string
 
 // ResolverType is how servers in operator mode resolve account JWTs.
 // +kubebuilder:validation:Enum=Full;Cache

@@ -18,14 +18,20 @@ limitations under the License.
 
 package v1beta1
 
+import (
+	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
+)
+
 // EmbeddedObjectMetadataApplyConfiguration represents a declarative configuration of the EmbeddedObjectMetadata type for use
 // with apply.
 //
 // EmbeddedObjectMetadata is the part of object metadata a template may set.
 type EmbeddedObjectMetadataApplyConfiguration struct {
-	// labels are added to the object.
-	Labels map[string]string `json:"labels,omitempty"`
-	// annotations are added to the object.
+	// labels are added to the object; keys and values must be valid
+	// Kubernetes labels.
+	Labels map[string]clusterv1beta1.LabelValue `json:"labels,omitempty"`
+	// annotations are added to the object; keys follow the rules of label
+	// keys.
 	Annotations map[string]string `json:"annotations,omitempty"`
 }
 
@@ -39,9 +45,9 @@ func EmbeddedObjectMetadata() *EmbeddedObjectMetadataApplyConfiguration {
 // and returns the receiver, so that objects can be build by chaining "With" function invocations.
 // If called multiple times, the entries provided by each call will be put on the Labels field,
 // overwriting an existing map entries in Labels field with the same key.
-func (b *EmbeddedObjectMetadataApplyConfiguration) WithLabels(entries map[string]string) *EmbeddedObjectMetadataApplyConfiguration {
+func (b *EmbeddedObjectMetadataApplyConfiguration) WithLabels(entries map[string]clusterv1beta1.LabelValue) *EmbeddedObjectMetadataApplyConfiguration {
 	if b.Labels == nil && len(entries) > 0 {
-		b.Labels = make(map[string]string, len(entries))
+		b.Labels = make(map[string]clusterv1beta1.LabelValue, len(entries))
 	}
 	for k, v := range entries {
 		b.Labels[k] = v

@@ -37,7 +37,8 @@ type NatsClusterSpecApplyConfiguration struct {
 	// replicas is the number of servers, at least 1. Servers are named
 	// <name>-0 to <name>-(replicas-1).
 	Replicas *int32 `json:"replicas,omitempty"`
-	// resources are the container resources of nats-server. With
+	// resources are the container resources of nats-server: cpu, memory and
+	// ephemeral-storage, each request no larger than its limit. With
 	// limits.memory set, GOMEMLIMIT is 90% of it and JetStream's
 	// max_memory_store 75% of it, unless jetstream.limits sets it.
 	Resources *v1.ResourceRequirements `json:"resources,omitempty"`

@@ -29,7 +29,9 @@ import (
 type VolumeClaimTemplateApplyConfiguration struct {
 	// metadata holds labels and annotations added to each claim.
 	Metadata *EmbeddedObjectMetadataApplyConfiguration `json:"metadata,omitempty"`
-	// spec is the claim's spec; spec.resources.requests.storage sizes it.
+	// spec is the claim's spec; resources.requests.storage (required) sizes
+	// it. accessModes default to [ReadWriteOnce] when absent or empty;
+	// volumeMode must be Filesystem (the default).
 	Spec *v1.PersistentVolumeClaimSpec `json:"spec,omitempty"`
 }
 
