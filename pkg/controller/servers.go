@@ -16,17 +16,25 @@ import (
 
 // createMissingServers creates the ConfigMap and StatefulSet of every server
 // that has none, at the target. A server's existing objects are changed only
-// by its own step.
+// by its own step, with one exception: the ConfigMap of a server without a
+// StatefulSet (its creation was refused or cut short) runs no server, so it
+// is brought to the target before the StatefulSet is created.
 func (c *Controller) createMissingServers(ctx context.Context, st *clusterState, out *render.Output) error {
 	for i := range st.servers {
 		so := &st.servers[i]
 		target := out.Servers[i]
-		if so.configMap == nil {
+		switch {
+		case so.configMap == nil:
 			cm, err := c.createConfigMap(ctx, target.ConfigMap)
 			if err != nil {
 				return err
 			}
 			so.configMap = cm
+		case so.statefulSet == nil && (!apiequality.Semantic.DeepEqual(so.configMap.Data, target.ConfigMap.Data) ||
+			!apiequality.Semantic.DeepEqual(so.configMap.Labels, target.ConfigMap.Labels)):
+			if err := c.writeConfigMap(ctx, so.configMap, target.ConfigMap); err != nil {
+				return err
+			}
 		}
 		if so.statefulSet == nil {
 			sts, err := c.createStatefulSet(ctx, target.StatefulSet)
