@@ -73,6 +73,10 @@ func (c *Controller) observedStatus(status *clusterv1beta1.NatsClusterStatus, st
 		status.JetStream = &clusterv1beta1.JetStreamStatus{
 			MetaLeader: snap.MetaLeader,
 			Limits:     render.DeriveJetStreamLimits(&nc.Spec),
+			Store:      clusterv1beta1.StorePersistentVolumeClaim,
+		}
+		if nc.Spec.JetStream.VolumeClaimTemplate == nil {
+			status.JetStream.Store = clusterv1beta1.StoreEphemeral
 		}
 	} else {
 		status.JetStream = nil

@@ -63,6 +63,7 @@ func (c *Controller) planInput(st *clusterState, out *render.Output, snap *obser
 				conf = so.configMap.Data[render.ConfigKey]
 			}
 			s.Running = configFacts([]byte(conf), imageVersion(so.statefulSet))
+			s.EphemeralStore = len(so.statefulSet.Spec.VolumeClaimTemplates) == 0
 		}
 		if srv, ok := snap.Server(so.name); ok && srv.Answered {
 			s.Answered = true
@@ -85,8 +86,28 @@ func (c *Controller) planInput(st *clusterState, out *render.Output, snap *obser
 			obs.Streams = append(obs.Streams, rollout.StreamRef{Account: acc.Account, Name: s.Name})
 		}
 	}
+	obs.Assets = assets(snap)
 	in.Observation = obs
 	return in
+}
+
+// assets are the observed streams and consumers with where their copies are.
+func assets(snap *observe.Snapshot) []rollout.Asset {
+	var out []rollout.Asset
+	for _, g := range snap.Groups {
+		if g.Kind != observe.GroupStream && g.Kind != observe.GroupConsumer {
+			continue
+		}
+		a := rollout.Asset{Account: g.Account, Name: g.Name}
+		for _, m := range g.Members {
+			a.Members = append(a.Members, m.Name)
+			if m.Current && !m.Offline && !m.Pending {
+				a.Current = append(a.Current, m.Name)
+			}
+		}
+		out = append(out, a)
+	}
+	return out
 }
 
 // executeStep takes the planner's one step.
@@ -97,6 +118,15 @@ func (c *Controller) executeStep(ctx context.Context, st *clusterState, out *ren
 		c.recorder.Eventf(nc, corev1.EventTypeWarning, clusterv1beta1.EventJetStreamReset,
 			"JetStream starts empty because the system account changes; left behind on the volumes, unreachable: %s",
 			rollout.CountStreams(step.StreamsLeftBehind))
+	}
+	if len(step.AcceptedLoss) > 0 {
+		by := clusterv1beta1.AnnotationForceStep
+		if step.Kind == rollout.RestartAll {
+			by = clusterv1beta1.AnnotationRestartAll + "=" + clusterv1beta1.RestartAllResetJetStream
+		}
+		c.recorder.Eventf(nc, corev1.EventTypeWarning, clusterv1beta1.EventDataLossAccepted,
+			"%s accepted the loss: restarting %s, whose JetStream store is not on a volume, destroys the only current copy of %s",
+			by, strings.Join(step.Servers, ", "), rollout.CountAssets(step.AcceptedLoss))
 	}
 	for _, name := range step.Servers {
 		i, ok := render.ServerOrdinal(nc.Name, name)

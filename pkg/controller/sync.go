@@ -171,7 +171,11 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 			nc = patched
 		}
 		c.applyDecision(status, nc, out, decision)
-		if decision.Step != nil || decision.Progressing.Status == metav1.ConditionTrue {
+		// A rollout in flight, or a hold that NATS itself can release (a
+		// stream raised to more replicas catches up), is looked at every
+		// second.
+		if decision.Step != nil || decision.Progressing.Status == metav1.ConditionTrue ||
+			decision.Progressing.Reason == clusterv1beta1.ReasonDataLossOnRestart {
 			requeue = inFlightRequeue
 		}
 		c.recordGate(nc, decision.Rollout)

@@ -277,7 +277,17 @@ func (p *planner) restartAll() (Decision, bool) {
 
 func (p *planner) restartAllStep(reset bool, streams []StreamRef) Decision {
 	all := p.allServersTogether()
-	step := &Step{Kind: RestartAll, Servers: all, ResetJetStream: reset}
+	lost := p.restartAllLoss()
+	if value, _ := p.annotation(clusterv1beta1.AnnotationRestartAll); len(lost) > 0 && value != clusterv1beta1.RestartAllResetJetStream {
+		msg := restartAllLossMessage(lost)
+		return p.decision(Decision{
+			Hold: &Hold{Reason: clusterv1beta1.ReasonDataLossOnRestart, Message: msg,
+				WaitingFor: clusterv1beta1.AnnotationRestartAll + "=" + clusterv1beta1.RestartAllResetJetStream},
+			Rollout:     &clusterv1beta1.RolloutStatus{TargetRevision: p.in.TargetRevision, Pending: all},
+			Progressing: condition(metav1.ConditionFalse, clusterv1beta1.ReasonDataLossOnRestart, msg),
+		})
+	}
+	step := &Step{Kind: RestartAll, Servers: all, ResetJetStream: reset, AcceptedLoss: lost}
 	if reset {
 		step.StreamsLeftBehind = streams
 	}
@@ -311,7 +321,9 @@ func (p *planner) forceStep() (Decision, bool) {
 	gate := evaluateGate(p.in, p.servers)
 	target := p.need[i]
 	rest := slices.Delete(slices.Clone(p.need), i, i+1)
-	return p.stepOne(target, rest, gate, true), true
+	d := p.stepOne(target, rest, gate, true)
+	d.Step.AcceptedLoss = p.lossOnRestart(target)
+	return d, true
 }
 
 // rollOne takes the next step if the gate is open and the rollout not paused.
@@ -328,6 +340,9 @@ func (p *planner) rollOne() Decision {
 	}
 	if !gate.open() {
 		return p.waitForGate(gate, p.need[0].Name)
+	}
+	if lost := p.lossOnRestart(p.need[0]); len(lost) > 0 {
+		return p.dataLossHold(p.need[0], lost)
 	}
 	return p.stepOne(p.need[0], p.need[1:], gate, false)
 }

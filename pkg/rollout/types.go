@@ -78,6 +78,10 @@ type ServerState struct {
 	// ReportedRevision is the config revision the server itself reports
 	// (server_metadata.config_revision in /varz); ignored unless Answered.
 	ReportedRevision string
+	// EphemeralStore says the server's JetStream store is not on a
+	// PersistentVolumeClaim (its StatefulSet has no claim template): a
+	// restart starts it empty.
+	EphemeralStore bool
 	// Running are the facts of the config this server runs: the config it was
 	// last given (its ConfigMap, which changes only at its own step), or, if
 	// the controller prefers, what the server reports. Ignored when
@@ -105,6 +109,22 @@ type Observation struct {
 	MetaMembers []string
 	// Streams are the streams JetStream holds, in every account.
 	Streams []StreamRef
+	// Assets are the streams and consumers (KV and object store buckets are
+	// streams) with their members, from the Raft groups observed.
+	Assets []Asset
+}
+
+// Asset is a stream or consumer and where its copies are.
+type Asset struct {
+	// Account is the account's public key, or $G.
+	Account string
+	// Name is the stream name, or "stream/consumer".
+	Name string
+	// Members are the servers holding a replica.
+	Members []string
+	// Current are the members whose copy is current (the leader's view; the
+	// leader included).
+	Current []string
 }
 
 // StreamRef names a stream.
@@ -142,6 +162,10 @@ type Step struct {
 	ResetJetStream bool
 	// StreamsLeftBehind are the streams left on the volumes, unreachable.
 	StreamsLeftBehind []StreamRef
+	// AcceptedLoss are the streams and consumers whose only current copy the
+	// step destroys (a server without a volume), accepted by force-step or
+	// restart-all=reset-jetstream; the controller records them in an Event.
+	AcceptedLoss []StreamRef
 }
 
 // Hold says why no step is taken while the rollout is not done.

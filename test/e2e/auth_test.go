@@ -116,9 +116,9 @@ func holdsStill(ctx context.Context, t *testing.T, s *framework.Stack, ns, reaso
 }
 
 // publishN publishes n messages to a new R3 stream and waits for the acks.
-func publishN(ctx context.Context, t *testing.T, js jetstream.JetStream, stream string, n int) {
+func publishN(ctx context.Context, t *testing.T, js jetstream.JetStream, stream string, replicas, n int) {
 	t.Helper()
-	framework.CreateStream(ctx, t, js, stream, 3)
+	framework.CreateStream(ctx, t, js, stream, replicas)
 	for i := range n {
 		if _, err := js.Publish(ctx, stream+".x", []byte(fmt.Sprint(i)),
 			jetstream.WithRetryAttempts(40), jetstream.WithRetryWait(100*time.Millisecond)); err != nil {
@@ -154,7 +154,7 @@ func TestAddingAuthToARunningCluster(t *testing.T) {
 	urls := s.PodURLs(ctx, t, "nats", "demo")
 	conn := framework.Connect(t, urls)
 	js, _ := jetstream.New(conn)
-	publishN(ctx, t, js, "ORDERS", 1000)
+	publishN(ctx, t, js, "ORDERS", 3, 1000)
 	conn.Close()
 	t.Logf("no auth, settled, stream ORDERS holds 1000 messages; meta leader %s", nc.Status.JetStream.MetaLeader)
 
@@ -221,7 +221,7 @@ func TestAddingAuthToARunningCluster(t *testing.T) {
 	}
 	app := framework.Connect(t, urls, nats.UserCredentials(creds))
 	appJS, _ := jetstream.New(app)
-	publishN(ctx, t, appJS, "APP", 100)
+	publishN(ctx, t, appJS, "APP", 3, 100)
 	t.Log("a user of the preloaded account created stream APP and published 100 messages")
 
 	// 7. With auth in place a version change rolls one server at a time.

@@ -49,6 +49,9 @@ const (
 	// ReasonInvalidSpec: a spec the CRD accepted fails a check only the
 	// renderer makes; nothing was written.
 	ReasonInvalidSpec = "InvalidSpec"
+	// ReasonDataLossOnRestart: the next step would restart a server without
+	// a volume that holds the only current copy of a stream or consumer.
+	ReasonDataLossOnRestart = "DataLossOnRestart"
 )
 
 // Event reasons that are not condition reasons.
@@ -59,6 +62,9 @@ const (
 	EventServerRestarted = "ServerRestarted"
 	// EventServersRestarted is emitted when every server restarts together.
 	EventServersRestarted = "ServersRestarted"
+	// EventDataLossAccepted names the streams and consumers a step destroyed
+	// because force-step (or restart-all=reset-jetstream) accepted it.
+	EventDataLossAccepted = "DataLossAccepted"
 )
 
 // One-shot annotations, cleared by the controller once acted on.

@@ -396,7 +396,25 @@ type JetStreamStatus struct {
 	// limits are the limits rendered into every server's config.
 	// +optional
 	Limits *JetStreamLimits `json:"limits,omitempty"`
+	// store is where each server keeps its JetStream store:
+	// PersistentVolumeClaim (jetstream.volumeClaimTemplate; it survives
+	// restarts) or Ephemeral (an emptyDir: a restarted server starts empty,
+	// so a rollout holds with DataLossOnRestart before restarting a server
+	// that holds the only current copy of a stream or consumer).
+	// +optional
+	Store JetStreamStore `json:"store,omitempty"`
 }
+
+// JetStreamStore is where a server's JetStream store lives.
+// +kubebuilder:validation:Enum=PersistentVolumeClaim;Ephemeral
+type JetStreamStore string
+
+const (
+	// StorePersistentVolumeClaim: each server's store is on its own claim.
+	StorePersistentVolumeClaim JetStreamStore = "PersistentVolumeClaim"
+	// StoreEphemeral: each server's store is an emptyDir, lost on restart.
+	StoreEphemeral JetStreamStore = "Ephemeral"
+)
 
 // ServerStatus is one server as it reports itself.
 type ServerStatus struct {

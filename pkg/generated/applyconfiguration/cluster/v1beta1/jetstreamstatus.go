@@ -18,6 +18,10 @@ limitations under the License.
 
 package v1beta1
 
+import (
+	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
+)
+
 // JetStreamStatusApplyConfiguration represents a declarative configuration of the JetStreamStatus type for use
 // with apply.
 //
@@ -27,6 +31,12 @@ type JetStreamStatusApplyConfiguration struct {
 	MetaLeader *string `json:"metaLeader,omitempty"`
 	// limits are the limits rendered into every server's config.
 	Limits *JetStreamLimitsApplyConfiguration `json:"limits,omitempty"`
+	// store is where each server keeps its JetStream store:
+	// PersistentVolumeClaim (jetstream.volumeClaimTemplate; it survives
+	// restarts) or Ephemeral (an emptyDir: a restarted server starts empty,
+	// so a rollout holds with DataLossOnRestart before restarting a server
+	// that holds the only current copy of a stream or consumer).
+	Store *clusterv1beta1.JetStreamStore `json:"store,omitempty"`
 }
 
 // JetStreamStatusApplyConfiguration constructs a declarative configuration of the JetStreamStatus type for use with
@@ -48,5 +58,13 @@ func (b *JetStreamStatusApplyConfiguration) WithMetaLeader(value string) *JetStr
 // If called multiple times, the Limits field is set to the value of the last call.
 func (b *JetStreamStatusApplyConfiguration) WithLimits(value *JetStreamLimitsApplyConfiguration) *JetStreamStatusApplyConfiguration {
 	b.Limits = value
+	return b
+}
+
+// WithStore sets the Store field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Store field is set to the value of the last call.
+func (b *JetStreamStatusApplyConfiguration) WithStore(value clusterv1beta1.JetStreamStore) *JetStreamStatusApplyConfiguration {
+	b.Store = &value
 	return b
 }
