@@ -46,7 +46,7 @@ func (c *Controller) observedStatus(status *clusterv1beta1.NatsClusterStatus, st
 	version := ""
 	sameVersion := true
 	for _, so := range st.servers {
-		s := clusterv1beta1.ServerStatus{Name: so.name, Ready: podReady(so.pod)}
+		s := clusterv1beta1.ServerStatus{Name: so.name, Ready: podReady(so.pod), StartProblem: startProblem(so.pod)}
 		if s.Ready {
 			ready++
 		}
@@ -80,5 +80,22 @@ func (c *Controller) observedStatus(status *clusterv1beta1.NatsClusterStatus, st
 		}
 	} else {
 		status.JetStream = nil
+	}
+}
+
+// recordStartProblems emits a ServerCannotStart Event when a server's start
+// problem appears or changes from what status last said; a sync that finds
+// the same problem again emits none.
+func (c *Controller) recordStartProblems(nc *clusterv1beta1.NatsCluster, servers []clusterv1beta1.ServerStatus) {
+	before := map[string]string{}
+	for _, s := range nc.Status.Servers {
+		before[s.Name] = s.StartProblem
+	}
+	for _, s := range servers {
+		if s.StartProblem == "" || s.StartProblem == before[s.Name] {
+			continue
+		}
+		c.recorder.Eventf(nc, corev1.EventTypeWarning, clusterv1beta1.EventServerCannotStart,
+			"%s cannot start: %s; revert spec.version or fix the image (spec.image)", s.Name, s.StartProblem)
 	}
 }

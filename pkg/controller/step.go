@@ -55,6 +55,9 @@ func (c *Controller) planInput(st *clusterState, out *render.Output, snap *obser
 			Ordinal:   int(so.ordinal),
 			PodExists: so.pod != nil,
 			PodReady:  podReady(so.pod),
+			// The reason, not the changing back-off message, so the
+			// Progressing message does not change on every retry.
+			StartProblem: startProblem(so.pod),
 		}
 		if so.statefulSet != nil {
 			s.TemplateRevision = so.statefulSet.Spec.Template.Annotations[clusterv1beta1.AnnotationConfigRevision]
@@ -81,6 +84,15 @@ func (c *Controller) planInput(st *clusterState, out *render.Output, snap *obser
 	if leader, ok := snap.Server(snap.MetaLeader); ok {
 		obs.MetaMembers = leader.MetaMembers
 	}
+	for _, g := range snap.Groups {
+		if g.Kind == observe.GroupMeta && g.Leader != "" && g.Leader == snap.MetaLeader {
+			for _, m := range g.Members {
+				if m.Current && !m.Offline {
+					obs.MetaCurrent = append(obs.MetaCurrent, m.Name)
+				}
+			}
+		}
+	}
 	for _, acc := range snap.Streams {
 		for _, s := range acc.Streams {
 			obs.Streams = append(obs.Streams, rollout.StreamRef{Account: acc.Account, Name: s.Name})
@@ -98,7 +110,7 @@ func assets(snap *observe.Snapshot) []rollout.Asset {
 		if g.Kind != observe.GroupStream && g.Kind != observe.GroupConsumer {
 			continue
 		}
-		a := rollout.Asset{Account: g.Account, Name: g.Name}
+		a := rollout.Asset{Account: g.Account, Name: g.Name, Leader: g.Leader}
 		for _, m := range g.Members {
 			a.Members = append(a.Members, m.Name)
 			if m.Current && !m.Offline && !m.Pending {
@@ -111,7 +123,9 @@ func assets(snap *observe.Snapshot) []rollout.Asset {
 }
 
 // executeStep takes the planner's one step.
-func (c *Controller) executeStep(ctx context.Context, st *clusterState, out *render.Output, step *rollout.Step) error {
+// why is the decision's Progressing message, for the Event of a step
+// through a closed gate.
+func (c *Controller) executeStep(ctx context.Context, st *clusterState, out *render.Output, step *rollout.Step, why string) error {
 	logger := klog.FromContext(ctx)
 	nc := st.nc
 	if step.ResetJetStream {
@@ -146,7 +160,10 @@ func (c *Controller) executeStep(ctx context.Context, st *clusterState, out *ren
 	case rollout.RestartAll:
 		c.recorder.Eventf(nc, corev1.EventTypeWarning, clusterv1beta1.EventServersRestarted,
 			"Restarting %s together onto revision %s", strings.Join(step.Servers, ", "), out.Revision)
-	default:
+	case rollout.RestartOne:
+		if step.Down {
+			forced = " through the closed gate: " + why
+		}
 		c.recorder.Eventf(nc, corev1.EventTypeNormal, clusterv1beta1.EventServerRestarted,
 			"Restarting %s onto revision %s%s", strings.Join(step.Servers, ", "), out.Revision, forced)
 	}

@@ -149,13 +149,14 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 
 	snap := c.observer.Observe(ctx, c.observeTarget(st))
 	c.observedStatus(status, st, snap)
+	c.recordStartProblems(nc, status.Servers)
 
 	requeue := idleRequeue
 	var decision rollout.Decision
 	if out != nil {
 		decision = rollout.Plan(c.planInput(st, out, snap, now))
 		if decision.Step != nil {
-			if err := c.executeStep(ctx, st, out, decision.Step); err != nil && !holdOnWrite(err) {
+			if err := c.executeStep(ctx, st, out, decision.Step, decision.Progressing.Message); err != nil && !holdOnWrite(err) {
 				return 0, err
 			}
 		}

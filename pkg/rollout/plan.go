@@ -91,6 +91,10 @@ type planner struct {
 	stepped []ServerState
 	// changes between the running configs of need and the target.
 	changes []Change
+	// total and done count the servers of this rollout and those already
+	// stepped, for "(k of n)". After a revert to the converged revision, the
+	// servers that never left it are not part of the rollout.
+	total, done int
 	// clear collects one-shot annotations to remove.
 	clear []string
 }
@@ -124,6 +128,18 @@ func newPlanner(in *Input) *planner {
 	p.need = stepOrder(p.need, p.metaLeader())
 	slices.Reverse(p.stepped)
 	p.changes = mergeChanges(lists...)
+	p.total, p.done = len(p.servers), len(p.stepped)
+	if in.TargetRevision == in.ConvergedRevision {
+		prev := in.Previous
+		for _, s := range p.stepped {
+			touched := prev != nil && prev.TargetRevision == in.TargetRevision &&
+				(prev.Current == s.Name || slices.Contains(prev.Updated, s.Name))
+			if !touched {
+				p.total--
+				p.done--
+			}
+		}
+	}
 	return p
 }
 
@@ -174,7 +190,12 @@ func (p *planner) noStepNeeded() Decision {
 		}
 	}
 	in := p.in
-	if in.ConvergedRevision == in.TargetRevision && in.TargetRevision != "" {
+	// Converged and no step taken toward this revision since: up to date (a
+	// pod that restarts by itself does not start a rollout). After a revert
+	// to the converged revision that stepped a server, wait for the gate as
+	// after any step.
+	stepping := in.Previous != nil && in.Previous.TargetRevision == in.TargetRevision && in.Previous.Current != ""
+	if in.ConvergedRevision == in.TargetRevision && in.TargetRevision != "" && !stepping {
 		return p.upToDate()
 	}
 	gate := evaluateGate(in, p.servers)
@@ -183,7 +204,7 @@ func (p *planner) noStepNeeded() Decision {
 	}
 	if in.ConvergedRevision == "" {
 		return p.decision(Decision{
-			Progressing: condition(metav1.ConditionTrue, clusterv1beta1.ReasonCreating, creatingMessage(in, len(p.servers), gate)),
+			Progressing: condition(metav1.ConditionTrue, clusterv1beta1.ReasonCreating, joinNonEmpty(creatingMessage(in, len(p.servers), gate), p.startProblems())),
 		})
 	}
 	return p.waitForGate(gate, "")
@@ -331,7 +352,7 @@ func (p *planner) rollOne() Decision {
 	gate := evaluateGate(p.in, p.servers)
 	if p.in.Paused {
 		cur := p.current(gate)
-		msg := pausedMessage(len(p.stepped)+1, len(p.servers), p.need[0].Name)
+		msg := pausedMessage(p.done+1, p.total, p.need[0].Name)
 		return p.decision(Decision{
 			Hold:        &Hold{Reason: clusterv1beta1.ReasonRolloutPaused, Message: msg},
 			Rollout:     p.rolloutStatus(cur, gate),
@@ -339,6 +360,16 @@ func (p *planner) rollOne() Decision {
 		})
 	}
 	if !gate.open() {
+		if target, i, ok := p.downStep(); ok {
+			if lost := p.lossOnRestart(target); len(lost) > 0 {
+				return p.dataLossHold(target, lost)
+			}
+			rest := slices.Delete(slices.Clone(p.need), i, i+1)
+			d := p.stepOne(target, rest, gate, false)
+			d.Step.Down = true
+			d.Progressing.Message += ", which is down (" + downWhy(target) + "): restarting it cannot lower availability, and the rest of the cluster is settled without it"
+			return d
+		}
 		return p.waitForGate(gate, p.need[0].Name)
 	}
 	if lost := p.lossOnRestart(p.need[0]); len(lost) > 0 {
@@ -348,8 +379,7 @@ func (p *planner) rollOne() Decision {
 }
 
 func (p *planner) stepOne(target ServerState, rest []ServerState, gate gateResult, forced bool) Decision {
-	k := len(p.stepped) + 1
-	msg := stepMessage(target.Name, k, len(p.servers), forced, gate, p.in.Paused)
+	msg := stepMessage(target.Name, p.done+1, p.total, forced, gate, p.in.Paused)
 	return p.decision(Decision{
 		Step: &Step{Kind: RestartOne, Servers: []string{target.Name}, Forced: forced},
 		Rollout: &clusterv1beta1.RolloutStatus{
@@ -383,7 +413,10 @@ func (p *planner) waitForGate(gate gateResult, next string) Decision {
 	if waited >= GateBlockedAfter {
 		reason = clusterv1beta1.ReasonGateBlocked
 	}
-	msg := waitingMessage(cur, next, p.position(cur), len(p.servers), len(p.stepped), waitingFor, reason == clusterv1beta1.ReasonGateBlocked, waited, detail)
+	msg := waitingMessage(cur, next, p.position(cur), p.total, p.done, waitingFor, reason == clusterv1beta1.ReasonGateBlocked, waited, detail)
+	if problems := p.startProblems(); problems != "" {
+		msg += "; " + problems
+	}
 	return p.decision(Decision{
 		Hold:        &Hold{Reason: reason, Message: msg, WaitingFor: waitingFor},
 		Rollout:     st,
@@ -422,9 +455,9 @@ func (p *planner) current(gate gateResult) string {
 // current -> 2 ("before restarting demo-1 (2 of 3)").
 func (p *planner) position(cur string) int {
 	if cur != "" {
-		return len(p.stepped)
+		return p.done
 	}
-	return len(p.stepped) + 1
+	return p.done + 1
 }
 
 // rolloutStatus is status.rollout while waiting; the gate's since is carried

@@ -78,6 +78,10 @@ type ServerState struct {
 	// ReportedRevision is the config revision the server itself reports
 	// (server_metadata.config_revision in /varz); ignored unless Answered.
 	ReportedRevision string
+	// StartProblem says why the server's container cannot start or keeps
+	// crashing, as the pod reports it ("ErrImagePull: ...", "CrashLoopBackOff:
+	// exit code 1: <last log line>"); empty when none.
+	StartProblem string
 	// EphemeralStore says the server's JetStream store is not on a
 	// PersistentVolumeClaim (its StatefulSet has no claim template): a
 	// restart starts it empty.
@@ -107,6 +111,9 @@ type Observation struct {
 	MetaLeader string
 	// MetaMembers are the servers in the JetStream meta group.
 	MetaMembers []string
+	// MetaCurrent are the meta group members current in the meta leader's
+	// view, the leader included.
+	MetaCurrent []string
 	// Streams are the streams JetStream holds, in every account.
 	Streams []StreamRef
 	// Assets are the streams and consumers (KV and object store buckets are
@@ -120,6 +127,8 @@ type Asset struct {
 	Account string
 	// Name is the stream name, or "stream/consumer".
 	Name string
+	// Leader is the server leading the group; empty when none.
+	Leader string
 	// Members are the servers holding a replica.
 	Members []string
 	// Current are the members whose copy is current (the leader's view; the
@@ -156,6 +165,10 @@ type Step struct {
 	// Forced says the step goes through a closed gate or a pause because of
 	// the force-step annotation.
 	Forced bool
+	// Down says the step restarts a server that is down through a closed
+	// gate, because the rest of the cluster is settled without it (never
+	// with Forced).
+	Down bool
 	// ResetJetStream says JetStream starts empty after this step because the
 	// system account changes; the controller emits a JetStreamReset Event
 	// naming StreamsLeftBehind.

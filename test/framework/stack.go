@@ -34,9 +34,17 @@ type Stack struct {
 // StartStack starts the stack for one test; t.Cleanup stops it all.
 func StartStack(ctx context.Context, t testing.TB, operatorArgs ...string) *Stack {
 	t.Helper()
+	return StartStackWithNode(ctx, t, localnode.Options{}, operatorArgs...)
+}
+
+// StartStackWithNode is StartStack with options for the local node (its
+// Root is set here).
+func StartStackWithNode(ctx context.Context, t testing.TB, nodeOpts localnode.Options, operatorArgs ...string) *Stack {
+	t.Helper()
 	env := testenv.Start(t, testenv.Options{ControllerManager: true})
 	root := KeptDir(t, "node")
-	node, err := localnode.New(env.Config, localnode.Options{Root: root})
+	nodeOpts.Root = root
+	node, err := localnode.New(env.Config, nodeOpts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -66,6 +66,11 @@ func (c *container) runMain(ctx context.Context) {
 		if delay > 0 {
 			c.w.mu.Lock()
 			if c.state.Waiting == nil || err == nil {
+				// As the kubelet: while backing off, the exit that caused it
+				// is the last termination state.
+				if c.state.Terminated != nil {
+					c.lastState = corev1.ContainerState{Terminated: c.state.Terminated}
+				}
 				c.state = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{
 					Reason:  "CrashLoopBackOff",
 					Message: fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)", delay, c.spec.Name, c.w.name, c.w.ns, c.w.uid),
@@ -221,6 +226,36 @@ func (c *container) logPath() string {
 	return c.w.n.ContainerLogPath(c.w.ns, c.w.name, c.spec.Name)
 }
 
+// Limits of the termination message taken from the log, as the kubelet's
+// FallbackToLogsOnError: the last 80 lines, at most 2048 bytes.
+const (
+	terminationMessageLines = 80
+	terminationMessageBytes = 2048
+)
+
+// logTail is the end of the container's log without the node's own lines,
+// the kubelet's termination message under FallbackToLogsOnError.
+func (c *container) logTail() string {
+	b, err := os.ReadFile(c.logPath())
+	if err != nil {
+		return ""
+	}
+	var lines []string
+	for _, l := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
+		if !strings.HasPrefix(l, "localnode: ") {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) > terminationMessageLines {
+		lines = lines[len(lines)-terminationMessageLines:]
+	}
+	msg := strings.Join(lines, "\n")
+	if len(msg) > terminationMessageBytes {
+		msg = msg[len(msg)-terminationMessageBytes:]
+	}
+	return msg
+}
+
 // logLine appends a line of the node's own to the container log.
 func (c *container) logLine(format string, args ...any) {
 	f, err := os.OpenFile(c.logPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -243,11 +278,12 @@ func (c *container) runOnce(ctx context.Context) (int, time.Duration, error) {
 	}
 	binary, argv, err := c.command(pod, vals)
 	if err != nil {
-		reason := "RunContainerError"
+		reason, msg := "RunContainerError", err.Error()
 		if isNATSImage(c.spec.Image) {
-			reason = "ErrImagePull"
+			// As a kubelet reports an image it cannot pull.
+			reason, msg = "ErrImagePull", fmt.Sprintf("failed to pull image %q: %v", c.spec.Image, err)
 		}
-		c.setWaiting(reason, err.Error())
+		c.setWaiting(reason, msg)
 		return 0, 0, err
 	}
 	dir := c.w.dir
@@ -330,10 +366,14 @@ func (c *container) runOnce(ctx context.Context) (int, time.Duration, error) {
 	stopProbes()
 	finished := time.Now()
 	code := exitCode(cmd, waitErr)
+	var message string
 	if code == 0 {
 		reason = "Completed"
 	} else {
 		reason = "Error"
+		if c.spec.TerminationMessagePolicy == corev1.TerminationMessageFallbackToLogsOnError {
+			message = c.logTail()
+		}
 	}
 	c.logLine("container %s exited with code %d after %s", c.spec.Name, code, finished.Sub(started).Round(time.Millisecond))
 	c.w.mu.Lock()
@@ -342,6 +382,7 @@ func (c *container) runOnce(ctx context.Context) (int, time.Duration, error) {
 	c.state = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
 		ExitCode:    int32(code),
 		Reason:      reason,
+		Message:     message,
 		StartedAt:   metav1.NewTime(started),
 		FinishedAt:  metav1.NewTime(finished),
 		ContainerID: c.containerID,

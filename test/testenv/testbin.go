@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -70,13 +71,15 @@ func testbin(args ...string) (string, error) {
 	}
 	defer unlock()
 
-	var stdout bytes.Buffer
+	var stdout, stderr bytes.Buffer
 	cmd := exec.Command("bash", append([]string{filepath.Join(root, "hack", "testbin.sh")}, args...)...)
 	cmd.Dir = root
 	cmd.Stdout = &stdout
-	cmd.Stderr = os.Stderr // a cold build takes minutes: show its progress
+	// A cold build takes minutes: show its progress, and keep it for the
+	// error.
+	cmd.Stderr = io.MultiWriter(os.Stderr, &stderr)
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("hack/testbin.sh %s: %w", key, err)
+		return "", fmt.Errorf("hack/testbin.sh %s: %w: %s", key, err, lastStderrLine(stderr.String()))
 	}
 	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
 	dir := strings.TrimSpace(lines[len(lines)-1])
@@ -85,6 +88,19 @@ func testbin(args ...string) (string, error) {
 	}
 	binCache[key] = dir
 	return dir, nil
+}
+
+// lastStderrLine is the last line of a failed build's output that says
+// why, e.g. "go: github.com/nats-io/nats-server/v2@v2.15.99: ... 403
+// Forbidden" (the module proxy's own "server response" lines follow it).
+func lastStderrLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if l := strings.TrimSpace(lines[i]); l != "" && !strings.HasPrefix(l, "server response:") && !strings.HasPrefix(l, "testbin:") {
+			return l
+		}
+	}
+	return ""
 }
 
 // lockCache takes an exclusive lock on a file in the test binary cache, so

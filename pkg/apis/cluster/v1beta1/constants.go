@@ -62,6 +62,9 @@ const (
 	EventServerRestarted = "ServerRestarted"
 	// EventServersRestarted is emitted when every server restarts together.
 	EventServersRestarted = "ServersRestarted"
+	// EventServerCannotStart says a server's container cannot start or keeps
+	// crashing, and why.
+	EventServerCannotStart = "ServerCannotStart"
 	// EventDataLossAccepted names the streams and consumers a step destroyed
 	// because force-step (or restart-all=reset-jetstream) accepted it.
 	EventDataLossAccepted = "DataLossAccepted"

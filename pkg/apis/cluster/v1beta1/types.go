@@ -430,6 +430,11 @@ type ServerStatus struct {
 	// configRevision is the config revision the server itself reports.
 	// +optional
 	ConfigRevision string `json:"configRevision,omitempty"`
+	// startProblem says why the server's container cannot start or keeps
+	// crashing, as its pod reports it: "ErrImagePull: ...",
+	// "CrashLoopBackOff: exit code 1: <the server's last log line>".
+	// +optional
+	StartProblem string `json:"startProblem,omitempty"`
 }
 
 // NatsClusterList is a list of NatsClusters.

@@ -31,6 +31,10 @@ type ServerStatusApplyConfiguration struct {
 	Ready *bool `json:"ready,omitempty"`
 	// configRevision is the config revision the server itself reports.
 	ConfigRevision *string `json:"configRevision,omitempty"`
+	// startProblem says why the server's container cannot start or keeps
+	// crashing, as its pod reports it: "ErrImagePull: ...",
+	// "CrashLoopBackOff: exit code 1: <the server's last log line>".
+	StartProblem *string `json:"startProblem,omitempty"`
 }
 
 // ServerStatusApplyConfiguration constructs a declarative configuration of the ServerStatus type for use with
@@ -68,5 +72,13 @@ func (b *ServerStatusApplyConfiguration) WithReady(value bool) *ServerStatusAppl
 // If called multiple times, the ConfigRevision field is set to the value of the last call.
 func (b *ServerStatusApplyConfiguration) WithConfigRevision(value string) *ServerStatusApplyConfiguration {
 	b.ConfigRevision = &value
+	return b
+}
+
+// WithStartProblem sets the StartProblem field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the StartProblem field is set to the value of the last call.
+func (b *ServerStatusApplyConfiguration) WithStartProblem(value string) *ServerStatusApplyConfiguration {
+	b.StartProblem = &value
 	return b
 }
