@@ -91,8 +91,8 @@ func TestEphemeralStoreHoldsBeforeDestroyingTheOnlyCopy(t *testing.T) {
 		t.Fatal(err)
 	}
 	heldRevision := sts.Spec.Template.Annotations[clusterv1beta1.AnnotationConfigRevision]
-	events, err := s.Kube.CoreV1().Events("nats").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=demo,reason=" + clusterv1beta1.ReasonDataLossOnRestart})
-	if err != nil || len(events.Items) == 0 {
+	events, err := s.Events(ctx, "nats", "demo", clusterv1beta1.ReasonDataLossOnRestart)
+	if err != nil || len(events) == 0 {
 		t.Errorf("no DataLossOnRestart Event (%v)", err)
 	}
 

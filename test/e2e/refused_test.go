@@ -138,11 +138,11 @@ func TestRefusedWriteIsReportedAndFixingItProceeds(t *testing.T) {
 		}
 	}
 	framework.Eventually(t, 10*time.Second, 200*time.Millisecond, "a ReconcileFailed Event", func() (bool, string) {
-		events, err := s.Kube.CoreV1().Events("nats").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=demo,reason=" + clusterv1beta1.ReasonReconcileFailed})
+		events, err := s.Events(ctx, "nats", "demo", clusterv1beta1.ReasonReconcileFailed)
 		if err != nil {
 			return false, err.Error()
 		}
-		for _, e := range events.Items {
+		for _, e := range events {
 			if strings.Contains(e.Message, policyMessage) {
 				t.Logf("Event %s %s: %s", e.Type, e.Reason, e.Message)
 				return true, ""

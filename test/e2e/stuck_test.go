@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
 	"github.com/nats-operator/nats-operator/test/framework"
@@ -104,16 +103,16 @@ func TestStuckServerIsNamedAndARevertRecoversIt(t *testing.T) {
 			t.Errorf("the message does not name the way out: %s", msg)
 		}
 		framework.Eventually(t, 10*time.Second, 250*time.Millisecond, "a ServerCannotStart Event", func() (bool, string) {
-			events, err := s.Kube.CoreV1().Events("nats").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=demo,reason=" + clusterv1beta1.EventServerCannotStart})
+			events, err := s.Events(ctx, "nats", "demo", clusterv1beta1.EventServerCannotStart)
 			if err != nil {
 				return false, err.Error()
 			}
-			for _, e := range events.Items {
+			for _, e := range events {
 				if strings.Contains(e.Message, tc.reason) && strings.Contains(e.Message, first) {
 					return true, ""
 				}
 			}
-			return false, fmt.Sprintf("%d events", len(events.Items))
+			return false, fmt.Sprintf("%d events", len(events))
 		})
 
 		reverted := time.Now()
@@ -127,17 +126,8 @@ func TestStuckServerIsNamedAndARevertRecoversIt(t *testing.T) {
 			if m := conditionOf(c, clusterv1beta1.ConditionProgressing).Message; strings.Contains(m, "(1 of 1)") && !strings.Contains(restartMsg, "which is down") {
 				restartMsg = m
 			}
-			for _, cond := range []struct {
-				typ, reason string
-				status      metav1.ConditionStatus
-			}{
-				{clusterv1beta1.ConditionReady, clusterv1beta1.ReasonAllServersReady, metav1.ConditionTrue},
-				{clusterv1beta1.ConditionSettled, clusterv1beta1.ReasonAllGroupsCurrent, metav1.ConditionTrue},
-				{clusterv1beta1.ConditionProgressing, clusterv1beta1.ReasonUpToDate, metav1.ConditionFalse},
-			} {
-				if ok, m := framework.ConditionIs(c, cond.typ, cond.status, cond.reason); !ok {
-					return false, m
-				}
+			if ok, m := framework.SettledUpToDate(c); !ok {
+				return false, m
 			}
 			return c.Status.Version == "2.15.2", "status.version " + c.Status.Version
 		})
@@ -145,12 +135,12 @@ func TestStuckServerIsNamedAndARevertRecoversIt(t *testing.T) {
 		if restartMsg != "" {
 			t.Logf("Progressing seen after the revert: %s", restartMsg)
 		}
-		events, err := s.Kube.CoreV1().Events("nats").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=demo,reason=" + clusterv1beta1.EventServerRestarted})
+		events, err := s.Events(ctx, "nats", "demo", clusterv1beta1.EventServerRestarted)
 		if err != nil {
 			t.Fatal(err)
 		}
 		found := false
-		for _, e := range events.Items {
+		for _, e := range events {
 			if strings.Contains(e.Message, tc.reason) && strings.Contains(e.Message, "restarting "+first+" (1 of 1), which is down") {
 				found = true
 				if i == 0 {

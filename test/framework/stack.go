@@ -149,21 +149,37 @@ func (s *Stack) WaitSettledUpToDate(ctx context.Context, t testing.TB, namespace
 			return false, err.Error()
 		}
 		last = nc
-		for _, c := range []struct {
-			typ, reason string
-			status      metav1.ConditionStatus
-		}{
-			{clusterv1beta1.ConditionReady, clusterv1beta1.ReasonAllServersReady, metav1.ConditionTrue},
-			{clusterv1beta1.ConditionSettled, clusterv1beta1.ReasonAllGroupsCurrent, metav1.ConditionTrue},
-			{clusterv1beta1.ConditionProgressing, clusterv1beta1.ReasonUpToDate, metav1.ConditionFalse},
-		} {
-			if ok, msg := ConditionIs(nc, c.typ, c.status, c.reason); !ok {
-				return false, msg + " | " + Conditions(nc)
-			}
-		}
-		return true, ""
+		return SettledUpToDate(nc)
 	})
 	return last
+}
+
+// SettledUpToDate says whether the cluster is Ready (all servers), Settled
+// and Progressing=False UpToDate for its current generation, and if not,
+// what is not.
+func SettledUpToDate(nc *clusterv1beta1.NatsCluster) (bool, string) {
+	for _, c := range []struct {
+		typ, reason string
+		status      metav1.ConditionStatus
+	}{
+		{clusterv1beta1.ConditionReady, clusterv1beta1.ReasonAllServersReady, metav1.ConditionTrue},
+		{clusterv1beta1.ConditionSettled, clusterv1beta1.ReasonAllGroupsCurrent, metav1.ConditionTrue},
+		{clusterv1beta1.ConditionProgressing, clusterv1beta1.ReasonUpToDate, metav1.ConditionFalse},
+	} {
+		if ok, msg := ConditionIs(nc, c.typ, c.status, c.reason); !ok {
+			return false, msg + " | " + Conditions(nc)
+		}
+	}
+	return true, ""
+}
+
+// Events returns the Events of reason about the named object.
+func (s *Stack) Events(ctx context.Context, namespace, object, reason string) ([]corev1.Event, error) {
+	list, err := s.Kube.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + object + ",reason=" + reason})
+	if err != nil {
+		return nil, err
+	}
+	return list.Items, nil
 }
 
 // PodUIDs returns the UID of each server's pod (empty when absent).
