@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
 	"github.com/nats-operator/nats-operator/test/framework"
 	"github.com/nats-operator/nats-operator/test/localnode"
