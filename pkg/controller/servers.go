@@ -30,8 +30,7 @@ func (c *Controller) createMissingServers(ctx context.Context, st *clusterState,
 				return err
 			}
 			so.configMap = cm
-		case so.statefulSet == nil && (!apiequality.Semantic.DeepEqual(so.configMap.Data, target.ConfigMap.Data) ||
-			!apiequality.Semantic.DeepEqual(so.configMap.Labels, target.ConfigMap.Labels)):
+		case so.statefulSet == nil && configMapDiffers(so.configMap, target.ConfigMap):
 			if err := c.writeConfigMap(ctx, so.configMap, target.ConfigMap); err != nil {
 				return err
 			}
@@ -81,8 +80,7 @@ func (c *Controller) createStatefulSet(ctx context.Context, want *appsv1.Statefu
 // restarted twice by one step.
 func (c *Controller) restartServer(ctx context.Context, so *serverObjects, target *render.Server, revision string) error {
 	logger := klog.FromContext(ctx)
-	if so.configMap == nil || !apiequality.Semantic.DeepEqual(so.configMap.Data, target.ConfigMap.Data) ||
-		!apiequality.Semantic.DeepEqual(so.configMap.Labels, target.ConfigMap.Labels) {
+	if so.configMap == nil || configMapDiffers(so.configMap, target.ConfigMap) {
 		if err := c.writeConfigMap(ctx, so.configMap, target.ConfigMap); err != nil {
 			return err
 		}
@@ -121,6 +119,12 @@ func (c *Controller) restartServer(ctx context.Context, so *serverObjects, targe
 	}
 	logger.V(2).Info("Deleted pod to restart it", "pod", klog.KObj(pod), "revision", revision)
 	return nil
+}
+
+// configMapDiffers says whether a server's ConfigMap differs from the target
+// in what the controller writes (data and labels).
+func configMapDiffers(got, want *corev1.ConfigMap) bool {
+	return !apiequality.Semantic.DeepEqual(got.Data, want.Data) || !apiequality.Semantic.DeepEqual(got.Labels, want.Labels)
 }
 
 func (c *Controller) writeConfigMap(ctx context.Context, got, want *corev1.ConfigMap) error {

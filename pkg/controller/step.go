@@ -55,8 +55,8 @@ func (c *Controller) planInput(st *clusterState, out *render.Output, snap *obser
 			Ordinal:   int(so.ordinal),
 			PodExists: so.pod != nil,
 			PodReady:  podReady(so.pod),
-			// The reason, not the changing back-off message, so the
-			// Progressing message does not change on every retry.
+			// For a crash loop, the exit and the last log line rather than
+			// the back-off message, which changes on every retry.
 			StartProblem: startProblem(so.pod),
 		}
 		if so.statefulSet != nil {
