@@ -8,7 +8,10 @@ import (
 
 // ConfigFacts are the facts of a server config that decide whether a server on
 // one config and a server on another can run side by side. Two configs with
-// equal facts roll one server at a time whatever else differs.
+// equal facts roll one server at a time whatever else differs. pkg/render
+// computes them (render.Facts, an identical struct the controller converts):
+// a field of nats.conf is either one of these or proven to roll, and a test in
+// pkg/render fails for a field that is neither.
 type ConfigFacts struct {
 	// Version is the nats-server version, e.g. 2.15.2.
 	Version string
@@ -22,6 +25,9 @@ type ConfigFacts struct {
 	// Accounts are the public keys of the preloaded accounts other than the
 	// system account (accountTrustRefs), in any order.
 	Accounts []string
+	// Resolver is the account resolver type (full or cache); empty without
+	// auth.
+	Resolver string
 	// JetStream says whether JetStream is enabled.
 	JetStream bool
 	// JetStreamDomain is jetstream.domain.
@@ -52,6 +58,7 @@ const (
 	ChangeJetStreamLimits          ChangeKind = "JetStreamLimits"
 	ChangeServerTags               ChangeKind = "ServerTags"
 	ChangeAccounts                 ChangeKind = "Accounts"
+	ChangeResolver                 ChangeKind = "Resolver"
 )
 
 // Effect is what a kind of change does to a cluster rolled one server at a
@@ -94,6 +101,8 @@ var effects = map[ChangeKind]Effect{
 	ChangeJetStreamLimits:          {What: "other JetStream limits"},
 	ChangeServerTags:               {What: "other server tags"},
 	ChangeAccounts:                 {What: "other preloaded accounts"},
+	ChangeResolver: {Splits: true, What: "another account resolver",
+		Why: "servers with a full and a cache resolver are not run side by side by the route-compatibility matrix, so the change is not rolled one server at a time"},
 }
 
 // changeOrder is the order Changes lists kinds in: auth first, so the hold
@@ -101,7 +110,7 @@ var effects = map[ChangeKind]Effect{
 var changeOrder = []ChangeKind{
 	ChangeAddAuth, ChangeRemoveAuth, ChangeOperator, ChangeSystemAccount,
 	ChangeClusterName, ChangeJetStreamDomain, ChangeJetStream, ChangeJetStreamDomainAddRemove, ChangeVersion,
-	ChangeJetStreamLimits, ChangeServerTags, ChangeAccounts,
+	ChangeJetStreamLimits, ChangeServerTags, ChangeAccounts, ChangeResolver,
 }
 
 // ChangeKinds returns every change kind in the order Changes lists them.
@@ -173,6 +182,9 @@ func Classify(running, target ConfigFacts) []Change {
 	}
 	if running.Operator != "" && target.Operator != "" && !sameSet(running.Accounts, target.Accounts) {
 		add(ChangeAccounts, "", "")
+	}
+	if running.Operator != "" && target.Operator != "" && running.Resolver != target.Resolver {
+		add(ChangeResolver, running.Resolver, target.Resolver)
 	}
 	return out
 }

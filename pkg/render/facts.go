@@ -1,0 +1,207 @@
+package render
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/nats-io/jwt/v2"
+	appsv1 "k8s.io/api/apps/v1"
+)
+
+// Facts are the facts of a server's config that decide whether a server on
+// one config and a server on another can run side by side: what the planner
+// classifies (rollout.Classify). The struct is identical to
+// rollout.ConfigFacts, so the controller passes it on with a conversion, and
+// a field added to one and not the other does not compile.
+//
+// Every field of the rendered nats.conf is either one of these facts or on
+// the list of fields proven to roll one server at a time (configFields): a
+// test fails for a field that is neither, so a new config block cannot be
+// added without a decision.
+type Facts struct {
+	// Version is the nats-server version, e.g. 2.15.2 (the image tag).
+	Version string
+	// ClusterName is cluster.name.
+	ClusterName string
+	// Operator is the NATS operator's public key (O...); empty without auth.
+	Operator string
+	// SystemAccount is the system account's public key (A...); empty without
+	// auth (the server then uses $SYS).
+	SystemAccount string
+	// Accounts are the public keys of the preloaded accounts other than the
+	// system account (accountTrustRefs), sorted.
+	Accounts []string
+	// Resolver is resolver.type (full or cache); empty without auth.
+	Resolver string
+	// JetStream says whether JetStream is enabled.
+	JetStream bool
+	// JetStreamDomain is jetstream.domain.
+	JetStreamDomain string
+	// MaxMemoryStore and MaxFileStore are the JetStream limits in bytes; 0
+	// when not set (the server picks its own).
+	MaxMemoryStore int64
+	MaxFileStore   int64
+	// ServerTags are the server tags as key:value, sorted.
+	ServerTags []string
+}
+
+// fieldRole says what the planner knows of one field of nats.conf: it is a
+// fact (the Facts field it feeds), or it rolls one server at a time (why).
+type fieldRole struct {
+	fact  string
+	rolls string
+}
+
+func fact(name string) fieldRole   { return fieldRole{fact: name} }
+func rolls(why string) fieldRole   { return fieldRole{rolls: why} }
+func (r fieldRole) isFact() bool   { return r.fact != "" }
+func (r fieldRole) String() string { return cmp.Or(r.fact, "rolls: "+r.rolls) }
+
+// configFields is the decision for every field of serverConfig, by its JSON
+// path. A field that is not a fact must be one whose value is either the same
+// on every config render produces, or differs in a way the route-
+// compatibility matrix (pkg/rollout) runs side by side.
+var configFields = map[string]fieldRole{
+	"server_name":            rolls("differs per server by design and never changes for a server"),
+	"listen":                 rolls("a constant (0.0.0.0:4222)"),
+	"http":                   rolls("a constant (0.0.0.0:8222)"),
+	"pid_file":               rolls("a constant path"),
+	"lame_duck_duration":     rolls("a constant"),
+	"lame_duck_grace_period": rolls("a constant"),
+	"cluster":                rolls("always present"),
+	"cluster.name":           fact("ClusterName"),
+	"cluster.listen":         rolls("a constant (0.0.0.0:6222)"),
+	"cluster.routes": rolls("one route per server of the spec; servers with more or fewer routes route to each other, " +
+		"as every matrix case with servers on two specs shows (solicited routes are matched by server name)"),
+	"jetstream":                  fact("JetStream"),
+	"jetstream.store_dir":        rolls("a constant path"),
+	"jetstream.max_memory_store": fact("MaxMemoryStore"),
+	"jetstream.max_file_store":   fact("MaxFileStore"),
+	"jetstream.domain":           fact("JetStreamDomain"),
+	"server_tags":                fact("ServerTags"),
+	"operator":                   fact("Operator"),
+	"system_account":             fact("SystemAccount"),
+	"resolver":                   fact("Resolver"),
+	"resolver.type":              fact("Resolver"),
+	"resolver.dir":               rolls("a constant path"),
+	"resolver.allow_delete":      rolls("follows resolver.type (full: false; cache: absent)"),
+	"resolver.interval":          rolls("follows resolver.type (full: 2m; cache: absent)"),
+	"resolver_preload":           fact("Accounts"),
+	"server_metadata":            rolls("always present"),
+	"server_metadata.config_revision": rolls("the revision: what the server reports; differs on every change by design"),
+}
+
+// factsOf computes the facts of a config. version is the image tag the
+// config runs under; operatorKey the operator JWT's subject.
+func factsOf(c *serverConfig, version, operatorKey string) Facts {
+	f := Facts{
+		Version:     version,
+		ClusterName: c.Cluster.Name,
+		ServerTags:  sortedCompact(c.ServerTags),
+	}
+	if c.Operator != "" {
+		f.Operator = operatorKey
+		f.SystemAccount = c.SystemAccount
+		for k := range c.ResolverPreload {
+			if k != c.SystemAccount {
+				f.Accounts = append(f.Accounts, k)
+			}
+		}
+		f.Accounts = sortedCompact(f.Accounts)
+		if c.Resolver != nil {
+			f.Resolver = c.Resolver.Type
+		}
+	}
+	if js := c.JetStream; js != nil {
+		f.JetStream = true
+		f.JetStreamDomain = js.Domain
+		if js.MaxMemoryStore != nil {
+			f.MaxMemoryStore = *js.MaxMemoryStore
+		}
+		if js.MaxFileStore != nil {
+			f.MaxFileStore = *js.MaxFileStore
+		}
+	}
+	return f
+}
+
+func sortedCompact(s []string) []string {
+	if len(s) == 0 {
+		return nil
+	}
+	c := slices.Clone(s)
+	slices.Sort(c)
+	return slices.Compact(c)
+}
+
+// RunningConfig is what a server's existing nats.conf says.
+type RunningConfig struct {
+	// Facts are its facts, Version the image tag it runs under.
+	Facts Facts
+	// Revision is its server_metadata.config_revision.
+	Revision string
+	// digest is the digest of the config without the revision, comparable
+	// with the rendered config's.
+	digest string
+}
+
+// ReadConfig reads the facts and revision of a config this package rendered,
+// as a server's ConfigMap holds it (conf is the ConfigKey entry); version is
+// the image tag it runs under (ImageVersion). It is the one place nats.conf is
+// read back, so the controller never parses it. A config that cannot be read
+// is an error; the caller treats the server as on no known config.
+func ReadConfig(conf []byte, version string) (RunningConfig, error) {
+	var c serverConfig
+	if err := json.Unmarshal(conf, &c); err != nil {
+		return RunningConfig{Facts: Facts{Version: version}}, fmt.Errorf("reading nats.conf: %w", err)
+	}
+	key := ""
+	if c.Operator != "" {
+		oc, err := jwt.DecodeOperatorClaims(c.Operator)
+		if err != nil {
+			return RunningConfig{Facts: Facts{Version: version}}, fmt.Errorf("reading the operator JWT of nats.conf: %w", err)
+		}
+		key = oc.Subject
+	}
+	rev := c.ServerMetadata.ConfigRevision
+	stripped, err := insertRevisionAt(conf, rev, "")
+	if err != nil {
+		return RunningConfig{Facts: Facts{Version: version}}, err
+	}
+	return RunningConfig{Facts: factsOf(&c, version, key), Revision: rev, digest: digest(stripped)}, nil
+}
+
+// ImageVersion is the tag of a StatefulSet's nats container image, e.g.
+// 2.15.2 for nats:2.15.2@sha256:...; "" when it has none.
+func ImageVersion(sts *appsv1.StatefulSet) string {
+	for _, c := range sts.Spec.Template.Spec.Containers {
+		if c.Name != ContainerName {
+			continue
+		}
+		img, _, _ := strings.Cut(c.Image, "@")
+		if i := strings.LastIndex(img, ":"); i >= 0 && !strings.Contains(img[i:], "/") {
+			return img[i+1:]
+		}
+	}
+	return ""
+}
+
+// insertRevisionAt replaces the revision value old of a rendered config by
+// rev. Every other string in the config is JSON-escaped, so the key with its
+// unescaped quotes appears once.
+func insertRevisionAt(cfg []byte, old, rev string) ([]byte, error) {
+	at := []byte(`"config_revision": "` + old + `"`)
+	i := bytes.LastIndex(cfg, at)
+	if i < 0 {
+		return nil, fmt.Errorf("no config_revision %q in the config", old)
+	}
+	out := make([]byte, 0, len(cfg)+len(rev))
+	out = append(out, cfg[:i]...)
+	out = append(out, `"config_revision": "`+rev+`"`...)
+	out = append(out, cfg[i+len(at):]...)
+	return out, nil
+}
