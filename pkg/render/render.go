@@ -26,12 +26,29 @@ type Input struct {
 	Cluster *clusterv1beta1.NatsCluster
 	// Trust is the resolved trust: nil without spec.auth, required with it.
 	Trust *Trust
+	// Running are the servers' existing objects, by ordinal (any order; a
+	// server without objects may be left out). They change no rendered
+	// content: when every server's existing objects equal the rendered ones
+	// apart from the revisions, the revision they carry is kept (see "The
+	// revisions" in doc.go), so a cluster written by an older release is not
+	// restarted by a new way of computing revisions.
+	Running []RunningServer
+}
+
+// RunningServer is one server's existing objects.
+type RunningServer struct {
+	Ordinal int32
+	// Config is its ConfigMap's ConfigKey entry; nil without a ConfigMap.
+	Config []byte
+	// StatefulSet is its StatefulSet; nil without one.
+	StatefulSet *appsv1.StatefulSet
 }
 
 // Output is every object of the cluster, ready to apply.
 type Output struct {
 	// Revision is the target config revision (10 hex characters), written in
-	// every server's config and pod template.
+	// every server's config and, as the config the pod is restarted for, in
+	// every pod template. It changes with any server's config or template.
 	Revision string
 	// Servers in ordinal order.
 	Servers []Server
@@ -52,16 +69,18 @@ type Server struct {
 	Ordinal int32
 	// Config is nats.conf (JSON), the revision included.
 	Config []byte
+	// Facts are the facts of Config the planner classifies.
+	Facts Facts
 	// ConfigMap holds Config under ConfigKey.
 	ConfigMap *corev1.ConfigMap
-	// StatefulSet runs the server, the revision annotation included.
+	// StatefulSet runs the server, both revision annotations included.
 	StatefulSet *appsv1.StatefulSet
-	// ConfigDigest is a digest (10 hex characters) of Config without the
-	// revision: equal digests mean the same config apart from the revision.
-	ConfigDigest string
-	// TemplateDigest is a digest (10 hex characters) of the StatefulSet spec
-	// without the revision annotation.
-	TemplateDigest string
+	// TemplateRevision (10 hex characters) is the digest of the StatefulSet
+	// spec without the revision annotations, written in the pod template as
+	// AnnotationTemplateRevision; TemplateRevisionOf reads it back.
+	TemplateRevision string
+	// configDigest is a digest of Config without the revision.
+	configDigest string
 }
 
 // AuthMode is how a server authenticates clients.
@@ -138,31 +157,35 @@ func Render(in Input) (*Output, error) {
 
 	// First pass: everything without the revision, hashed.
 	revHash := sha256.New()
-	var specJSON bytes.Buffer
 	for i := range n {
-		cfg, err := marshalConfig(shared.server(nc, i, operatorJWT))
+		c := shared.server(nc, i, operatorJWT)
+		cfg, err := marshalConfig(c)
 		if err != nil {
 			return nil, fmt.Errorf("render: encoding the config of %s: %w", ServerName(nc.Name, i), err)
 		}
 		sts := statefulSet(nc, i, "")
-		specJSON.Reset()
-		if err := encodeCanonicalSpec(&specJSON, &sts.Spec); err != nil {
+		tmplRev, err := templateDigest(&sts.Spec)
+		if err != nil {
 			return nil, fmt.Errorf("render: encoding the StatefulSet of %s: %w", ServerName(nc.Name, i), err)
 		}
 		writeFramed(revHash, cfg)
-		writeFramed(revHash, specJSON.Bytes())
+		writeFramed(revHash, []byte(tmplRev))
 		out.Servers[i] = Server{
-			Name:           ServerName(nc.Name, i),
-			Ordinal:        i,
-			Config:         cfg,
-			StatefulSet:    sts,
-			ConfigDigest:   digest(cfg),
-			TemplateDigest: digest(specJSON.Bytes()),
+			Name:             ServerName(nc.Name, i),
+			Ordinal:          i,
+			Config:           cfg,
+			Facts:            factsOf(c, nc.Spec.Version, auth.Operator),
+			StatefulSet:      sts,
+			TemplateRevision: tmplRev,
+			configDigest:     digest(cfg),
 		}
 	}
 	out.Revision = hex.EncodeToString(revHash.Sum(nil))[:10]
+	if kept, ok := keptRevision(out.Servers, in.Running); ok {
+		out.Revision = kept
+	}
 
-	// Second pass: insert the revision.
+	// Second pass: insert the revisions.
 	for i := range out.Servers {
 		s := &out.Servers[i]
 		cfg, err := insertRevision(s.Config, out.Revision)
@@ -172,26 +195,75 @@ func Render(in Input) (*Output, error) {
 		s.Config = cfg
 		s.ConfigMap = configMap(nc, s.Ordinal, cfg)
 		s.StatefulSet.Spec.Template.Annotations[clusterv1beta1.AnnotationConfigRevision] = out.Revision
+		s.StatefulSet.Spec.Template.Annotations[clusterv1beta1.AnnotationTemplateRevision] = s.TemplateRevision
 	}
 	return out, nil
 }
 
-// revisionPlaceholder is how the empty revision renders. Every other string
-// in the config is JSON-escaped, so its unescaped quotes can only be this
-// key and its empty value.
-var revisionPlaceholder = []byte(`"config_revision": ""`)
-
-func insertRevision(cfg []byte, rev string) ([]byte, error) {
-	i := bytes.LastIndex(cfg, revisionPlaceholder)
-	if i < 0 {
-		return nil, errors.New("no config_revision to fill in")
+// keptRevision is the revision every server's existing objects carry when
+// they all equal the rendered ones apart from the revisions: the cluster
+// runs the target already, under a name an older release may have computed
+// otherwise. Every server must have both objects, the same config revision
+// in its config and as the config its pod was restarted for, and the
+// template revision rendered now.
+func keptRevision(servers []Server, running []RunningServer) (string, bool) {
+	if len(running) != len(servers) {
+		return "", false
 	}
-	at := i + len(revisionPlaceholder) - 1 // the closing quote
-	out := make([]byte, 0, len(cfg)+len(rev))
-	out = append(out, cfg[:at]...)
-	out = append(out, rev...)
-	out = append(out, cfg[at:]...)
-	return out, nil
+	rev := ""
+	seen := make(map[int32]bool, len(running))
+	for _, r := range running {
+		if r.Ordinal < 0 || int(r.Ordinal) >= len(servers) || seen[r.Ordinal] || r.Config == nil || r.StatefulSet == nil {
+			return "", false
+		}
+		seen[r.Ordinal] = true
+		target := servers[r.Ordinal]
+		rc, err := ReadConfig(r.Config, target.Facts.Version)
+		if err != nil || rc.Revision == "" || rc.digest != target.configDigest {
+			return "", false
+		}
+		if rev == "" {
+			rev = rc.Revision
+		}
+		if rc.Revision != rev || r.StatefulSet.Spec.Template.Annotations[clusterv1beta1.AnnotationConfigRevision] != rev ||
+			TemplateRevisionOf(r.StatefulSet) != target.TemplateRevision {
+			return "", false
+		}
+	}
+	return rev, true
+}
+
+// TemplateRevisionOf is the template revision of an existing StatefulSet: its
+// pod template's AnnotationTemplateRevision, or, for a StatefulSet written
+// before that annotation existed, the digest of its spec computed as Render
+// computes it. "" for a StatefulSet whose spec cannot be encoded.
+func TemplateRevisionOf(sts *appsv1.StatefulSet) string {
+	if rev, ok := sts.Spec.Template.Annotations[clusterv1beta1.AnnotationTemplateRevision]; ok {
+		return rev
+	}
+	rev, err := templateDigest(&sts.Spec)
+	if err != nil {
+		return ""
+	}
+	return rev
+}
+
+// templateDigest is the digest of a StatefulSet spec without the revision
+// annotations. spec is not modified.
+func templateDigest(spec *appsv1.StatefulSetSpec) (string, error) {
+	c := spec.DeepCopy()
+	delete(c.Template.Annotations, clusterv1beta1.AnnotationConfigRevision)
+	delete(c.Template.Annotations, clusterv1beta1.AnnotationTemplateRevision)
+	var buf bytes.Buffer
+	if err := encodeCanonicalSpec(&buf, c); err != nil {
+		return "", err
+	}
+	return digest(buf.Bytes()), nil
+}
+
+// insertRevision fills the empty revision of a config rendered without one.
+func insertRevision(cfg []byte, rev string) ([]byte, error) {
+	return insertRevisionAt(cfg, "", rev)
 }
 
 // writeFramed writes b with its length, so that no two sequences of parts

@@ -104,8 +104,13 @@ const (
 	// ManagedByValue is the value of LabelManagedBy.
 	ManagedByValue = "nats-operator"
 	// AnnotationConfigRevision is the pod template annotation carrying the
-	// server's config revision.
+	// config revision the server's pod was last restarted for: a restart step
+	// writes it (so the StatefulSet replaces the pod), a reload would not.
 	AnnotationConfigRevision = "cluster.nats-operator.io/config-revision"
+	// AnnotationTemplateRevision is the pod template annotation carrying the
+	// template revision: a digest of the server's StatefulSet spec without
+	// the two revision annotations. A config-only change leaves it alone.
+	AnnotationTemplateRevision = "cluster.nats-operator.io/template-revision"
 )
 
 // Gate checks, in the order the planner evaluates them.
