@@ -3,7 +3,6 @@ package rollout
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -11,6 +10,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/nats-operator/nats-operator/pkg/render/rendertest"
 )
 
 // TestRouteCompatibilityMatrix establishes, with real nats-server processes,
@@ -18,63 +19,27 @@ import (
 // leave JetStream's state behind, and asserts that the planner's
 // classification (the effects table in changes.go) is exactly that.
 //
-// For every kind of change, three servers start on the old config and an R3
-// stream is written; then the servers move to the new config one at a time
-// (2 old + 1 new, 1 old + 2 new, all new), each keeping its store directory.
-// At every stage the test records whether every server routes to every other,
-// whether the JetStream meta group has one leader with every member current
-// (from the leader's view, the only reliable one), and whether the stream
-// takes writes through every server with its replicas current; at the end,
-// whether the stream and its messages are still there. A change splits when
-// a mixed stage fails any of these; it resets JetStream when the stream is
-// gone once all servers run the new config.
+// Every case is a pair of NatsCluster specs (matrix_cases_test.go), rendered
+// by pkg/render; each server's config is localized for loopback by
+// rendertest.LocalizeConfig. Classify must find exactly the case's change
+// kinds between the rendered facts. Three servers start on the old spec and
+// an R3 stream is written; then the servers move to the new spec one at a
+// time (2 old + 1 new, 1 old + 2 new, all new), each keeping its store
+// directory. At every stage the test records whether every server routes to
+// every other, whether the JetStream meta group has one leader with every
+// member current (from the leader's view, the only reliable one), and
+// whether the stream takes writes through every server with its replicas
+// current; at the end, whether the stream and its messages are still there.
+// A change splits when a mixed stage fails any of these; it resets JetStream
+// when the stream is gone once all servers run the new spec. Both must equal
+// EffectOf of every kind the case names.
 func TestRouteCompatibilityMatrix(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real nats-server processes; skipped with -short")
 	}
 	bins := map[string]string{"2.15.1": natsBinary(t, "2.15.1"), "2.15.2": natsBinary(t, "2.15.2")}
-	w := newTrustWorld(t, t.TempDir())
-
-	base := variant{version: "2.15.2", clusterName: "demo", jetStream: true, maxMemory: 256 << 20, maxFile: 1 << 30}
-	withAuth := func(v variant, system string, accounts ...string) variant {
-		v.system, v.accounts = system, accounts
-		return v
-	}
-	authBase := withAuth(base, w.sysA.pub, w.app.pub)
-	change := func(v variant, f func(*variant)) variant { f(&v); return v }
-
-	cases := []struct {
-		name     string
-		kind     ChangeKind
-		old, new variant
-	}{
-		{"add auth", ChangeAddAuth, base, authBase},
-		{"remove auth", ChangeRemoveAuth, authBase, base},
-		{"another NATS operator", ChangeOperator, authBase, withAuth(base, w.sysB.pub, w.app.pub)},
-		{"another system account", ChangeSystemAccount, authBase, withAuth(base, w.sysA2.pub, w.app.pub)},
-		{"another cluster name", ChangeClusterName, base, change(base, func(v *variant) { v.clusterName = "other" })},
-		{"add a JetStream domain", ChangeJetStreamDomainAddRemove, base, change(base, func(v *variant) { v.domain = "hub" })},
-		{"remove the JetStream domain", ChangeJetStreamDomainAddRemove, change(base, func(v *variant) { v.domain = "hub" }), base},
-		{"another JetStream domain", ChangeJetStreamDomain, change(base, func(v *variant) { v.domain = "east" }), change(base, func(v *variant) { v.domain = "west" })},
-		{"turn JetStream on", ChangeJetStream, change(base, func(v *variant) { v.jetStream = false }), base},
-		{"turn JetStream off", ChangeJetStream, base, change(base, func(v *variant) { v.jetStream = false })},
-		{"patch version up", ChangeVersion, change(base, func(v *variant) { v.version = "2.15.1" }), base},
-		{"patch version down", ChangeVersion, base, change(base, func(v *variant) { v.version = "2.15.1" })},
-		{"other JetStream limits", ChangeJetStreamLimits, base, change(base, func(v *variant) { v.maxMemory, v.maxFile = 512<<20, 2<<30 })},
-		{"other server tags", ChangeServerTags, base, change(base, func(v *variant) { v.serverTags = []string{"region:east"} })},
-		{"add an account trust", ChangeAccounts, authBase, withAuth(base, w.sysA.pub, w.app.pub, w.app2.pub)},
-		{"remove an account trust", ChangeAccounts, withAuth(base, w.sysA.pub, w.app.pub, w.app2.pub), authBase},
-	}
-	// Every change kind the planner knows is in the matrix.
-	var kinds []ChangeKind
-	for _, c := range cases {
-		kinds = append(kinds, c.kind)
-	}
-	for _, k := range ChangeKinds() {
-		if !slices.Contains(kinds, k) {
-			t.Errorf("change kind %s is not in the matrix", k)
-		}
-	}
+	tr := newMatrixTrust(t)
+	cases := matrixCases(t, tr)
 
 	var mu sync.Mutex
 	rows := map[string]matrixRow{}
@@ -82,12 +47,13 @@ func TestRouteCompatibilityMatrix(t *testing.T) {
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
 				t.Parallel()
-				got := Classify(c.old.facts(w), c.new.facts(w))
-				if len(got) != 1 || got[0].Kind != c.kind {
-					t.Fatalf("Classify(old, new) = %v, want only %s", got, c.kind)
+				locals, routes, old, new := matrixServers(t, c)
+				if got := classifyRendered(t, old, new); !slices.Equal(got, c.kinds) {
+					t.Fatalf("Classify(old, new) = %v, want exactly %v", got, c.kinds)
 				}
-				row := runMatrixRow(t, bins, w, c.old, c.new)
-				row.kind = c.kind
+				row := runMatrixRow(t, locals,
+					serverRuns(t, c.old, old, bins, locals, routes, tr),
+					serverRuns(t, c.new, new, bins, locals, routes, tr))
 				mu.Lock()
 				rows[c.name] = row
 				mu.Unlock()
@@ -103,11 +69,17 @@ func TestRouteCompatibilityMatrix(t *testing.T) {
 		if !ok {
 			continue
 		}
-		e := EffectOf(c.kind)
-		fmt.Fprintf(&b, "%-27s | %-24s | %-13s | %-13s | %-7s | %-11s | %-24s | %s\n", c.name, c.kind,
-			row.phases[0], row.phases[1], row.phases[2], row.streamKeptString(), classification(row.splits, row.resets), classification(e.Splits, e.ResetsJetStream))
-		if e.Splits != row.splits || e.ResetsJetStream != row.resets {
-			t.Errorf("%s (%s): the planner classifies it %s, real servers %s", c.name, c.kind, classification(e.Splits, e.ResetsJetStream), classification(row.splits, row.resets))
+		for i, k := range c.kinds {
+			e := EffectOf(k)
+			name := c.name
+			if i > 0 {
+				name = ""
+			}
+			fmt.Fprintf(&b, "%-27s | %-24s | %-13s | %-13s | %-7s | %-11s | %-24s | %s\n", name, k,
+				row.phases[0], row.phases[1], row.phases[2], row.streamKeptString(), classification(row.splits, row.resets), classification(e.Splits, e.ResetsJetStream))
+			if e.Splits != row.splits || e.ResetsJetStream != row.resets {
+				t.Errorf("%s (%s): the planner classifies it %s, real servers %s", c.name, k, classification(e.Splits, e.ResetsJetStream), classification(row.splits, row.resets))
+			}
 		}
 	}
 	b.WriteString("(each stage: R = every server routes to every other, M = one meta leader with every member current, W = the stream takes writes through every server with its replicas current; - = failed, . = not applicable)\n")
@@ -151,7 +123,6 @@ func (s stage) String() string {
 }
 
 type matrixRow struct {
-	kind          ChangeKind
 	phases        [3]stage
 	streamApplies bool
 	streamKept    bool
@@ -172,57 +143,52 @@ func (r matrixRow) streamKeptString() string {
 
 const streamName, streamSubject = "ORDERS", "orders.new"
 
-func runMatrixRow(t *testing.T, bins map[string]string, w *trustWorld, old, new variant) matrixRow {
-	dir := t.TempDir()
-	servers := make([]*natsServer, 3)
-	var routes []string
-	for i := range servers {
-		s := &natsServer{name: fmt.Sprintf("s%d", i), dir: filepath.Join(dir, fmt.Sprintf("s%d", i)),
-			clientPort: freePort(t), httpPort: freePort(t), routePort: freePort(t)}
-		if err := os.MkdirAll(s.dir, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		servers[i] = s
-		routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", s.routePort))
+// runMatrixRow starts a server at every place on its old config, writes the
+// stream (when the old config has JetStream), and moves the servers to their
+// new config from the highest ordinal down, observing each stage.
+func runMatrixRow(t *testing.T, locals []rendertest.Local, old, new []serverRun) matrixRow {
+	servers := make([]*natsServer, len(locals))
+	for i, l := range locals {
+		servers[i] = &natsServer{local: l}
 	}
 	t.Cleanup(func() {
 		for _, s := range servers {
 			s.stop()
 		}
 	})
-	for _, s := range servers {
-		s.start(t, bins[old.version], old, routes, w)
+	for i, s := range servers {
+		s.start(t, old[i])
 	}
-	row := matrixRow{streamApplies: old.jetStream}
+	oldJetStream, newJetStream := old[0].JetStream, new[0].JetStream
+	row := matrixRow{streamApplies: oldJetStream}
 	acked := 0
-	first := observeStage(servers, w, false, &acked, 60*time.Second)
+	first := observeStage(servers, false, &acked, 60*time.Second)
 	if !first.ok() {
 		t.Fatalf("the cluster on the old config did not form: %s (%s)", first, first.detail)
 	}
-	if old.jetStream {
-		acked = createStream(t, servers[0], w)
+	if oldJetStream {
+		acked = createStream(t, servers[0])
 	}
 	for i, idx := range []int{2, 1, 0} {
 		s := servers[idx]
 		s.stop()
-		s.start(t, bins[new.version], new, routes, w)
-		withStream := old.jetStream && i < 2
-		wait := 20 * time.Second
-		row.phases[i] = observeStage(servers, w, withStream, &acked, wait)
-		if i == 2 && old.jetStream {
+		s.start(t, new[idx])
+		withStream := oldJetStream && i < 2
+		row.phases[i] = observeStage(servers, withStream, &acked, 20*time.Second)
+		if i == 2 && oldJetStream {
 			row.phases[i].streamApplies = true
-			row.streamKept, row.phases[i].writable = streamStillThere(servers, w, acked, 10*time.Second)
+			row.streamKept, row.phases[i].writable = streamStillThere(servers, acked, 10*time.Second)
 		}
 		t.Logf("stage %d: %s %s", i, row.phases[i], row.phases[i].detail)
 	}
 	row.splits = !row.phases[0].ok() || !row.phases[1].ok()
-	row.resets = old.jetStream && new.jetStream && !row.streamKept
+	row.resets = oldJetStream && newJetStream && !row.streamKept
 	return row
 }
 
 // observeStage polls until every check passes or the wait runs out, and
 // returns the last result.
-func observeStage(servers []*natsServer, w *trustWorld, withStream bool, acked *int, wait time.Duration) stage {
+func observeStage(servers []*natsServer, withStream bool, acked *int, wait time.Duration) stage {
 	deadline := time.Now().Add(wait)
 	for {
 		st := stage{streamApplies: withStream}
@@ -231,9 +197,9 @@ func observeStage(servers []*natsServer, w *trustWorld, withStream bool, acked *
 		for _, s := range servers {
 			to := s.routedTo()
 			for _, o := range servers {
-				if o != s && !to[o.name] {
+				if o != s && !to[o.name()] {
 					st.routes = false
-					details = append(details, s.name+" has no route to "+o.name)
+					details = append(details, s.name()+" has no route to "+o.name())
 				}
 			}
 		}
@@ -243,7 +209,7 @@ func observeStage(servers []*natsServer, w *trustWorld, withStream bool, acked *
 			details = append(details, d)
 		}
 		if withStream && st.routes && st.meta {
-			st.writable, d = streamWritable(servers, w, acked)
+			st.writable, d = streamWritable(servers, acked)
 			if d != "" {
 				details = append(details, d)
 			}
@@ -252,7 +218,7 @@ func observeStage(servers []*natsServer, w *trustWorld, withStream bool, acked *
 		if st.ok() || time.Now().After(deadline) {
 			if withStream && !(st.routes && st.meta) {
 				// Record whether the stream took writes even so.
-				st.writable, _ = streamWritable(servers, w, acked)
+				st.writable, _ = streamWritable(servers, acked)
 			}
 			return st
 		}
@@ -265,7 +231,7 @@ func observeStage(servers []*natsServer, w *trustWorld, withStream bool, acked *
 func metaWhole(servers []*natsServer) (bool, string) {
 	var js []*natsServer
 	for _, s := range servers {
-		if s.running.jetStream {
+		if s.running.JetStream {
 			js = append(js, s)
 		}
 	}
@@ -276,7 +242,7 @@ func metaWhole(servers []*natsServer) (bool, string) {
 	for _, s := range js {
 		m, ok := s.meta()
 		if !ok || m.Leader == "" {
-			return false, s.name + " sees no meta leader"
+			return false, s.name() + " sees no meta leader"
 		}
 		if leader == "" {
 			leader = m.Leader
@@ -285,12 +251,12 @@ func metaWhole(servers []*natsServer) (bool, string) {
 		}
 	}
 	for _, s := range js {
-		if s.name != leader {
+		if s.name() != leader {
 			continue
 		}
 		m, _ := s.meta()
 		for _, o := range js {
-			if o.name == leader {
+			if o.name() == leader {
 				continue
 			}
 			i := slices.IndexFunc(m.Replicas, func(r struct {
@@ -298,10 +264,10 @@ func metaWhole(servers []*natsServer) (bool, string) {
 				Current bool   `json:"current"`
 				Offline bool   `json:"offline"`
 			}) bool {
-				return r.Name == o.name
+				return r.Name == o.name()
 			})
 			if i < 0 || !m.Replicas[i].Current || m.Replicas[i].Offline {
-				return false, fmt.Sprintf("meta leader %s does not see %s current", leader, o.name)
+				return false, fmt.Sprintf("meta leader %s does not see %s current", leader, o.name())
 			}
 		}
 		return true, ""
@@ -309,8 +275,8 @@ func metaWhole(servers []*natsServer) (bool, string) {
 	return false, "the meta leader " + leader + " is not one of the servers"
 }
 
-func connect(s *natsServer, w *trustWorld) (*nats.Conn, nats.JetStreamContext, error) {
-	nc, err := nats.Connect(s.url(), s.running.clientOptions(w)...)
+func connect(s *natsServer) (*nats.Conn, nats.JetStreamContext, error) {
+	nc, err := nats.Connect(s.url(), s.running.clientOptions()...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -323,12 +289,12 @@ func connect(s *natsServer, w *trustWorld) (*nats.Conn, nats.JetStreamContext, e
 }
 
 // createStream makes the R3 stream on the old config and writes 10 messages.
-func createStream(t *testing.T, s *natsServer, w *trustWorld) int {
+func createStream(t *testing.T, s *natsServer) int {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		err := func() error {
-			nc, js, err := connect(s, w)
+			nc, js, err := connect(s)
 			if err != nil {
 				return err
 			}
@@ -355,12 +321,12 @@ func createStream(t *testing.T, s *natsServer, w *trustWorld) int {
 
 // streamWritable: the stream takes a write through every server (as a client
 // of the config each runs), and its replicas are current.
-func streamWritable(servers []*natsServer, w *trustWorld, acked *int) (bool, string) {
+func streamWritable(servers []*natsServer, acked *int) (bool, string) {
 	var info *nats.StreamInfo
 	for _, s := range servers {
-		nc, js, err := connect(s, w)
+		nc, js, err := connect(s)
 		if err != nil {
-			return false, fmt.Sprintf("connecting to %s: %v", s.name, err)
+			return false, fmt.Sprintf("connecting to %s: %v", s.name(), err)
 		}
 		_, err = js.Publish(streamSubject, []byte("during"))
 		if err == nil {
@@ -369,7 +335,7 @@ func streamWritable(servers []*natsServer, w *trustWorld, acked *int) (bool, str
 		}
 		nc.Close()
 		if err != nil {
-			return false, fmt.Sprintf("writing through %s: %v", s.name, err)
+			return false, fmt.Sprintf("writing through %s: %v", s.name(), err)
 		}
 	}
 	if info.Cluster == nil || info.Cluster.Leader == "" || len(info.Cluster.Replicas) != 2 {
@@ -385,16 +351,16 @@ func streamWritable(servers []*natsServer, w *trustWorld, acked *int) (bool, str
 
 // streamStillThere: once all servers run the new config, the stream exists
 // with every acknowledged message, and takes writes with current replicas.
-func streamStillThere(servers []*natsServer, w *trustWorld, acked int, wait time.Duration) (kept, writable bool) {
+func streamStillThere(servers []*natsServer, acked int, wait time.Duration) (kept, writable bool) {
 	deadline := time.Now().Add(wait)
 	for {
-		nc, js, err := connect(servers[0], w)
+		nc, js, err := connect(servers[0])
 		if err == nil {
 			info, err := js.StreamInfo(streamName)
 			nc.Close()
 			if err == nil && info.State.Msgs >= uint64(acked) {
 				n := acked
-				ok, _ := streamWritable(servers, w, &n)
+				ok, _ := streamWritable(servers, &n)
 				if ok || time.Now().After(deadline) {
 					return true, ok
 				}

@@ -1,0 +1,262 @@
+package rollout
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/nats-io/jwt/v2"
+	"github.com/nats-io/nkeys"
+
+	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
+	"github.com/nats-operator/nats-operator/pkg/render"
+	"github.com/nats-operator/nats-operator/pkg/render/rendertest"
+)
+
+// The cases of the route-compatibility matrix: pairs of NatsCluster specs
+// (the old one the servers start on, the new one they move to), each
+// rendered by pkg/render, so the matrix proves the effects table against the
+// configs the controller writes.
+
+// matrixNamespace is the namespace of every NatsCluster of the matrix.
+const matrixNamespace = "matrix"
+
+// matrixSpec is one side of a case: a NatsCluster and, with spec.auth, its
+// resolved trust.
+type matrixSpec struct {
+	cluster *clusterv1beta1.NatsCluster
+	trust   *render.Trust
+}
+
+// render renders the spec; a spec of the matrix always renders.
+func (m matrixSpec) render(t testing.TB) *render.Output {
+	t.Helper()
+	out, err := render.Render(render.Input{Cluster: m.cluster, Trust: m.trust})
+	if err != nil {
+		t.Fatalf("rendering NatsCluster %s: %v", m.cluster.Name, err)
+	}
+	return out
+}
+
+// matrixCase is one change of the matrix. kinds are the change kinds
+// Classify must find between the two rendered specs, no more and no fewer:
+// the case proves the effect of exactly these.
+type matrixCase struct {
+	name     string
+	kinds    []ChangeKind
+	old, new matrixSpec
+}
+
+// matrixTrust is the trust material of the cases: NATS operator A with its
+// system account SYS, a second system account SYS2 (another operator JWT of
+// A naming it), and the accounts app and app2; NATS operator B with its own
+// SYS and app re-issued by B (the same account key); and a user of app.
+type matrixTrust struct {
+	// a is operator A's trust with app; aWithApp2 adds app2.
+	a, aWithApp2 *render.Trust
+	// aOtherSystem is operator A naming SYS2 as its system account, with app.
+	aOtherSystem *render.Trust
+	// b is operator B's trust with app.
+	b *render.Trust
+	// appCreds is the creds file of a user of app, valid under A and B.
+	appCreds string
+}
+
+func newMatrixTrust(t testing.TB) *matrixTrust {
+	t.Helper()
+	fa := rendertest.NewTrust(t, rendertest.WithAccounts("app", "app2"))
+	fb := rendertest.NewTrust(t)
+	app, app2 := fa.Accounts[0], fa.Accounts[1]
+	accountTrust := func(a *rendertest.Account) render.AccountTrust {
+		return render.AccountTrust{Name: a.Name, PublicKey: a.PublicKey, JWT: a.JWT}
+	}
+
+	// app issued by B's signing key: the same account under another operator.
+	appByB := jwt.NewAccountClaims(app.PublicKey)
+	appByB.Name = app.Name
+	appByB.Limits.JetStreamLimits = jwt.JetStreamLimits{
+		MemoryStorage: jwt.NoLimit, DiskStorage: jwt.NoLimit, Streams: jwt.NoLimit, Consumer: jwt.NoLimit,
+	}
+	appByBJWT, err := appByB.Encode(fb.SigningKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// SYS2 issued by A's signing key, and an operator JWT of A naming it.
+	sys2Key, err := nkeys.CreateAccount()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sys2Pub, _ := sys2Key.PublicKey()
+	sys2 := jwt.NewAccountClaims(sys2Pub)
+	sys2.Name = "SYS2"
+	sys2JWT, err := sys2.Encode(fa.SigningKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opPub, _ := fa.Operator.PublicKey()
+	skPub, _ := fa.SigningKey.PublicKey()
+	op2 := jwt.NewOperatorClaims(opPub)
+	op2.Name = "test-operator"
+	op2.SigningKeys.Add(skPub)
+	op2.SystemAccount = sys2Pub
+	op2JWT, err := op2.Encode(fa.Operator)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	dir := t.TempDir()
+	creds := filepath.Join(dir, "app.creds")
+	if err := os.WriteFile(creds, app.UserCreds(t, "app-user"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return &matrixTrust{
+		a:            &render.Trust{OperatorJWT: fa.OperatorJWT, SystemAccountJWT: fa.System.JWT, Accounts: []render.AccountTrust{accountTrust(app)}},
+		aWithApp2:    &render.Trust{OperatorJWT: fa.OperatorJWT, SystemAccountJWT: fa.System.JWT, Accounts: []render.AccountTrust{accountTrust(app), accountTrust(app2)}},
+		aOtherSystem: &render.Trust{OperatorJWT: op2JWT, SystemAccountJWT: sys2JWT, Accounts: []render.AccountTrust{accountTrust(app)}},
+		b:            &render.Trust{OperatorJWT: fb.OperatorJWT, SystemAccountJWT: fb.System.JWT, Accounts: []render.AccountTrust{{Name: app.Name, PublicKey: app.PublicKey, JWT: appByBJWT}}},
+		appCreds:     creds,
+	}
+}
+
+// matrixCases are the changes of the matrix. The base spec is a NatsCluster
+// "demo" of 3 servers at rendertest.DefaultVersion with JetStream and
+// explicit limits (so the servers do not size the store from this machine).
+// A NatsCluster's servers are named after it, so "another cluster name"
+// renames every server as well (demo-0 becomes other-0 on the same store).
+func matrixCases(t testing.TB, tr *matrixTrust) []matrixCase {
+	t.Helper()
+	base := []rendertest.ClusterOption{rendertest.JetStreamLimits("256Mi", "1Gi")}
+	noJetStream := func(nc *clusterv1beta1.NatsCluster) { nc.Spec.JetStream = nil }
+	named := func(name string, opts ...rendertest.ClusterOption) matrixSpec {
+		return matrixSpec{cluster: rendertest.NewCluster(matrixNamespace, name, slices.Concat(base, opts)...)}
+	}
+	spec := func(opts ...rendertest.ClusterOption) matrixSpec { return named("demo", opts...) }
+	authed := func(trust *render.Trust, opts ...rendertest.ClusterOption) matrixSpec {
+		var names []string
+		for _, a := range trust.Accounts {
+			names = append(names, a.Name)
+		}
+		s := spec(append([]rendertest.ClusterOption{rendertest.Auth("trust", names...)}, opts...)...)
+		s.trust = trust
+		return s
+	}
+	cacheResolver := rendertest.Resolver(clusterv1beta1.ResolverCache)
+	one := func(k ChangeKind) []ChangeKind { return []ChangeKind{k} }
+
+	return []matrixCase{
+		{"add auth", one(ChangeAddAuth), spec(), authed(tr.a)},
+		{"remove auth", one(ChangeRemoveAuth), authed(tr.a), spec()},
+		{"another NATS operator", one(ChangeOperator), authed(tr.a), authed(tr.b)},
+		{"another system account", one(ChangeSystemAccount), authed(tr.a), authed(tr.aOtherSystem)},
+		{"another cluster name", one(ChangeClusterName), spec(), named("other")},
+		{"add a JetStream domain", one(ChangeJetStreamDomainAddRemove), spec(), spec(rendertest.Domain("hub"))},
+		{"remove the JetStream domain", one(ChangeJetStreamDomainAddRemove), spec(rendertest.Domain("hub")), spec()},
+		{"another JetStream domain", one(ChangeJetStreamDomain), spec(rendertest.Domain("east")), spec(rendertest.Domain("west"))},
+		{"turn JetStream on", one(ChangeJetStream), spec(noJetStream), spec()},
+		{"turn JetStream off", one(ChangeJetStream), spec(), spec(noJetStream)},
+		{"patch version up", one(ChangeVersion), spec(rendertest.Version("2.15.1")), spec(rendertest.Version("2.15.2"))},
+		{"patch version down", one(ChangeVersion), spec(rendertest.Version("2.15.2")), spec(rendertest.Version("2.15.1"))},
+		{"other JetStream limits", one(ChangeJetStreamLimits), spec(), spec(rendertest.JetStreamLimits("512Mi", "2Gi"))},
+		{"other server tags", one(ChangeServerTags), spec(), spec(rendertest.ServerTag("region", "east"))},
+		{"add an account trust", one(ChangeAccounts), authed(tr.a), authed(tr.aWithApp2)},
+		{"remove an account trust", one(ChangeAccounts), authed(tr.aWithApp2), authed(tr.a)},
+		{"full to cache resolver", one(ChangeResolver), authed(tr.a), authed(tr.a, cacheResolver)},
+		{"cache to full resolver", one(ChangeResolver), authed(tr.a, cacheResolver), authed(tr.a)},
+	}
+}
+
+// serverFacts are the planner's facts of a rendered server, as render
+// reports them with the config.
+func serverFacts(s render.Server) ConfigFacts { return ConfigFacts(s.Facts) }
+
+// classifyRendered is what Classify finds between the rendered old and new
+// specs of a case, server by server (the same ordinal on either side), as
+// the set of kinds; it fails the test when servers disagree.
+func classifyRendered(t testing.TB, old, new *render.Output) []ChangeKind {
+	t.Helper()
+	if len(old.Servers) != len(new.Servers) {
+		t.Fatalf("old spec renders %d servers, new spec %d", len(old.Servers), len(new.Servers))
+	}
+	var first []ChangeKind
+	for i := range old.Servers {
+		var kinds []ChangeKind
+		for _, c := range Classify(serverFacts(old.Servers[i]), serverFacts(new.Servers[i])) {
+			kinds = append(kinds, c.Kind)
+		}
+		if i == 0 {
+			first = kinds
+		} else if !slices.Equal(kinds, first) {
+			t.Fatalf("server %d classifies the change as %v, server 0 as %v", i, kinds, first)
+		}
+	}
+	return first
+}
+
+// TestRouteCompatibilityMatrixCases checks the cases without starting a
+// server: each renders, Classify finds exactly the kinds the case names, and
+// every change kind the planner knows is the kind of some case.
+func TestRouteCompatibilityMatrixCases(t *testing.T) {
+	cases := matrixCases(t, newMatrixTrust(t))
+	var covered []ChangeKind
+	for _, c := range cases {
+		got := classifyRendered(t, c.old.render(t), c.new.render(t))
+		if diff := cmp.Diff(c.kinds, got); diff != "" {
+			t.Errorf("%s: Classify(old, new) kinds (-want +got):\n%s", c.name, diff)
+		}
+		covered = append(covered, c.kinds...)
+	}
+	for _, k := range ChangeKinds() {
+		if !slices.Contains(covered, k) {
+			t.Errorf("change kind %s is in no case of the route-compatibility matrix", k)
+		}
+	}
+}
+
+// matrixServers renders both specs of a case and places every server on
+// this machine: server i of either side runs at the same loopback ports and
+// on the same store directory. routes maps the pod host names of both sides
+// (they differ only when the cluster's name does) to those places, so
+// servers on the old and on the new spec route to each other.
+func matrixServers(t testing.TB, c matrixCase) (locals []rendertest.Local, routes map[string]rendertest.Local, old, new *render.Output) {
+	t.Helper()
+	old, new = c.old.render(t), c.new.render(t)
+	locals, _ = rendertest.LocalAddresses(t, old, c.old.cluster.Namespace, c.old.cluster.Name)
+	routes = map[string]rendertest.Local{}
+	for _, side := range []struct {
+		nc  *clusterv1beta1.NatsCluster
+		out *render.Output
+	}{{c.old.cluster, old}, {c.new.cluster, new}} {
+		if len(side.out.Servers) != len(locals) {
+			t.Fatalf("%s renders %d servers, the old spec %d", side.nc.Name, len(side.out.Servers), len(locals))
+		}
+		for i, s := range side.out.Servers {
+			routes[render.PodHost(side.nc.Name, side.nc.Namespace, s.Ordinal)] = locals[i]
+		}
+	}
+	return locals, routes, old, new
+}
+
+// serverRuns localizes every rendered server of one side for its place.
+func serverRuns(t testing.TB, spec matrixSpec, out *render.Output, bins map[string]string, locals []rendertest.Local, routes map[string]rendertest.Local, tr *matrixTrust) []serverRun {
+	t.Helper()
+	bin, ok := bins[spec.cluster.Spec.Version]
+	if !ok {
+		t.Fatalf("no nats-server binary for version %s", spec.cluster.Spec.Version)
+	}
+	runs := make([]serverRun, len(out.Servers))
+	for i, s := range out.Servers {
+		cfg, err := rendertest.LocalizeConfig(s.Config, locals[i], routes)
+		if err != nil {
+			t.Fatalf("localizing %s: %v", s.Name, err)
+		}
+		facts := serverFacts(s)
+		runs[i] = serverRun{Name: s.Name, Binary: bin, Config: cfg, JetStream: facts.JetStream}
+		if facts.Operator != "" {
+			runs[i].Creds = tr.appCreds
+		}
+	}
+	return runs
+}
