@@ -56,6 +56,14 @@ type Informers struct {
 	Secrets        coreinformers.SecretInformer
 }
 
+// clusterObserver is what the controller needs of an *observe.Observer; unit
+// tests give a fixed Snapshot instead.
+type clusterObserver interface {
+	Observe(ctx context.Context, t observe.Target) *observe.Snapshot
+	Forget(cluster string)
+	Close()
+}
+
 // Controller reconciles NatsClusters.
 type Controller struct {
 	// kubeClient writes Kubernetes objects: Services, PDBs, StatefulSets,
@@ -83,7 +91,7 @@ type Controller struct {
 	// metrics counts writes and steps.
 	metrics *Metrics
 	// observer asks the NATS servers; it keeps connections per cluster.
-	observer *observe.Observer
+	observer clusterObserver
 	// ownWrites keeps syncs from planning on a cache that has not yet
 	// seen the controller's own last write of a NatsCluster.
 	ownWrites *ownWrites

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -14,13 +15,18 @@ import (
 	"github.com/nats-operator/nats-operator/pkg/render"
 )
 
-// createMissingServers creates the ConfigMap and StatefulSet of every server
-// that has none, at the target. A server's existing objects are changed only
-// by its own step, with one exception: the ConfigMap of a server without a
-// StatefulSet (its creation was refused or cut short) runs no server, so it
-// is brought to the target before the StatefulSet is created.
-func (c *Controller) createMissingServers(ctx context.Context, st *clusterState, out *render.Output) error {
-	for i := range st.servers {
+// createServers creates the ConfigMap and StatefulSet of the servers the
+// decision names (servers without a StatefulSet), at the target. A server's
+// existing objects are changed only by its own step, with one exception: the
+// ConfigMap of a server without a StatefulSet (its creation was refused or
+// cut short) runs no server, so it is brought to the target before the
+// StatefulSet is created.
+func (c *Controller) createServers(ctx context.Context, st *clusterState, out *render.Output, names []string) error {
+	for _, name := range names {
+		i, ok := render.ServerOrdinal(st.nc.Name, name)
+		if !ok || int(i) >= len(st.servers) || out == nil {
+			return fmt.Errorf("planner asked to create unknown server %q", name)
+		}
 		so := &st.servers[i]
 		target := out.Servers[i]
 		switch {
@@ -105,7 +111,9 @@ func (c *Controller) restartServer(ctx context.Context, so *serverObjects, targe
 		logger.V(2).Info("Updated StatefulSet template", "statefulset", klog.KObj(updated), "revision", revision)
 	}
 	pod := so.pod
-	if pod == nil || pod.DeletionTimestamp != nil || pod.Annotations[clusterv1beta1.AnnotationConfigRevision] == revision {
+	if pod == nil || pod.DeletionTimestamp != nil ||
+		(pod.Annotations[clusterv1beta1.AnnotationConfigRevision] == revision &&
+			pod.Annotations[clusterv1beta1.AnnotationTemplateRevision] == target.TemplateRevision) {
 		return nil
 	}
 	uid := pod.UID

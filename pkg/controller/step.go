@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
@@ -34,39 +35,55 @@ func (c *Controller) observeTarget(st *clusterState) observe.Target {
 }
 
 // planInput turns what the sync gathered, rendered and observed into the
-// planner's input.
+// planner's input. out is nil when st.blocked is set.
 func (c *Controller) planInput(st *clusterState, out *render.Output, snap *observe.Snapshot, now metav1.Time) rollout.Input {
 	nc := st.nc
 	in := rollout.Input{
-		Cluster:        nc.Name,
-		TargetRevision: out.Revision,
-		Target:         configFacts(out.Servers[0].Config, nc.Spec.Version),
-		Previous:       nc.Status.Rollout,
-		Annotations:    nc.Annotations,
-		Paused:         nc.Spec.Rollout.Paused,
-		Now:            now,
+		Cluster:     nc.Name,
+		Previous:    nc.Status.Rollout,
+		Annotations: nc.Annotations,
+		Paused:      nc.Spec.Rollout.Paused,
+		Now:         now,
+		Blocked:     st.blocked,
 	}
+	if out == nil {
+		return in
+	}
+	in.TargetRevision = out.Revision
+	in.Target = rollout.ConfigFacts(out.Servers[0].Facts)
 	if nc.Status.Config != nil {
 		in.ConvergedRevision = nc.Status.Config.Revision
 	}
-	for _, so := range st.servers {
+	for _, so := range st.extra {
+		in.ExtraServers = append(in.ExtraServers, so.name)
+	}
+	for i, so := range st.servers {
+		target := &out.Servers[i]
 		s := rollout.ServerState{
-			Name:      so.name,
-			Ordinal:   int(so.ordinal),
-			PodExists: so.pod != nil,
-			PodReady:  podReady(so.pod),
+			Name:                   so.name,
+			Ordinal:                int(so.ordinal),
+			TargetTemplateRevision: target.TemplateRevision,
+			PodExists:              so.pod != nil,
+			PodReady:               podReady(so.pod),
 			// For a crash loop, the exit and the last log line rather than
 			// the back-off message, which changes on every retry.
 			StartProblem: startProblem(so.pod),
 		}
-		if so.statefulSet != nil {
-			s.TemplateRevision = so.statefulSet.Spec.Template.Annotations[clusterv1beta1.AnnotationConfigRevision]
-			conf := ""
+		if sts := so.statefulSet; sts != nil {
+			s.Created = true
+			s.RestartRevision = sts.Spec.Template.Annotations[clusterv1beta1.AnnotationConfigRevision]
+			s.TemplateRevision = render.TemplateRevisionOf(sts)
+			s.EphemeralStore = len(sts.Spec.VolumeClaimTemplates) == 0
+			s.ClaimTemplateDiffers = !apiequality.Semantic.DeepEqual(sts.Spec.VolumeClaimTemplates, target.StatefulSet.Spec.VolumeClaimTemplates)
+			var conf []byte
 			if so.configMap != nil {
-				conf = so.configMap.Data[render.ConfigKey]
+				conf = []byte(so.configMap.Data[render.ConfigKey])
 			}
-			s.Running = configFacts([]byte(conf), imageVersion(so.statefulSet))
-			s.EphemeralStore = len(so.statefulSet.Spec.VolumeClaimTemplates) == 0
+			// An unreadable config gives facts that differ from any target,
+			// so the planner never takes the server as up to date.
+			running, _ := render.ReadConfig(conf, render.ImageVersion(sts))
+			s.ConfigRevision = running.Revision
+			s.Running = rollout.ConfigFacts(running.Facts)
 		}
 		if srv, ok := snap.Server(so.name); ok && srv.Answered {
 			s.Answered = true
@@ -74,6 +91,12 @@ func (c *Controller) planInput(st *clusterState, out *render.Output, snap *obser
 		}
 		in.Servers = append(in.Servers, s)
 	}
+	in.Observation = observation(snap)
+	return in
+}
+
+// observation is the part of the snapshot the planner needs.
+func observation(snap *observe.Snapshot) rollout.Observation {
 	obs := rollout.Observation{
 		Observed: snap.Verdict.Reason != clusterv1beta1.ReasonObservationFailed,
 		Settled: rollout.Verdict{
@@ -99,8 +122,7 @@ func (c *Controller) planInput(st *clusterState, out *render.Output, snap *obser
 		}
 	}
 	obs.Assets = assets(snap)
-	in.Observation = obs
-	return in
+	return obs
 }
 
 // assets are the observed streams and consumers with where their copies are.
@@ -122,11 +144,27 @@ func assets(snap *observe.Snapshot) []rollout.Asset {
 	return out
 }
 
-// executeStep takes the planner's one step.
-// why is the decision's Progressing message, for the Event of a step
-// through a closed gate.
+// executeStep takes the planner's one step, by its kind. why is the
+// decision's Progressing message, for the Event of a step through a closed
+// gate.
 func (c *Controller) executeStep(ctx context.Context, st *clusterState, out *render.Output, step *rollout.Step, why string) error {
-	logger := klog.FromContext(ctx)
+	switch step.Kind {
+	case rollout.RestartOne, rollout.RestartAll:
+		if err := c.restart(ctx, st, out, step, why); err != nil {
+			return err
+		}
+	default:
+		// Reload, RemoveServer and ReplaceServer are not planned yet.
+		return fmt.Errorf("the planner asked for a %s step, which this controller does not execute", step.Kind)
+	}
+	c.metrics.Steps.WithLabelValues(string(step.Kind)).Inc()
+	klog.FromContext(ctx).V(2).Info("Took a rollout step", "kind", step.Kind, "servers", step.Servers, "revision", out.Revision, "forced", step.Forced)
+	return nil
+}
+
+// restart executes a RestartOne or RestartAll step: each server's ConfigMap,
+// then its template, at the target; the Events say what and why.
+func (c *Controller) restart(ctx context.Context, st *clusterState, out *render.Output, step *rollout.Step, why string) error {
 	nc := st.nc
 	if step.ResetJetStream {
 		c.recorder.Eventf(nc, corev1.EventTypeWarning, clusterv1beta1.EventJetStreamReset,
@@ -151,23 +189,20 @@ func (c *Controller) executeStep(ctx context.Context, st *clusterState, out *ren
 			return err
 		}
 	}
-	c.metrics.Steps.WithLabelValues(string(step.Kind)).Inc()
 	forced := ""
 	if step.Forced {
 		forced = " (forced by " + clusterv1beta1.AnnotationForceStep + ")"
 	}
-	switch step.Kind {
-	case rollout.RestartAll:
+	if step.Kind == rollout.RestartAll {
 		c.recorder.Eventf(nc, corev1.EventTypeWarning, clusterv1beta1.EventServersRestarted,
 			"Restarting %s together onto revision %s", strings.Join(step.Servers, ", "), out.Revision)
-	case rollout.RestartOne:
-		if step.Down {
-			forced = " through the closed gate: " + why
-		}
-		c.recorder.Eventf(nc, corev1.EventTypeNormal, clusterv1beta1.EventServerRestarted,
-			"Restarting %s onto revision %s%s", strings.Join(step.Servers, ", "), out.Revision, forced)
+		return nil
 	}
-	logger.V(2).Info("Took a rollout step", "kind", step.Kind, "servers", step.Servers, "revision", out.Revision, "forced", step.Forced)
+	if step.Down {
+		forced = " through the closed gate: " + why
+	}
+	c.recorder.Eventf(nc, corev1.EventTypeNormal, clusterv1beta1.EventServerRestarted,
+		"Restarting %s onto revision %s%s", strings.Join(step.Servers, ", "), out.Revision, forced)
 	return nil
 }
 
@@ -202,29 +237,17 @@ func (c *Controller) clearAnnotations(ctx context.Context, nc *clusterv1beta1.Na
 	return patched, nil
 }
 
-// isHold reports whether a Progressing condition is one that waits on
-// something other than the next step: a held transition, a closed gate past
-// its patience, a pause.
-func isHold(cond *metav1.Condition) bool {
-	if cond == nil {
-		return false
-	}
-	switch cond.Reason {
-	case clusterv1beta1.ReasonGateBlocked, clusterv1beta1.ReasonRolloutPaused:
-		return true
-	case clusterv1beta1.ReasonUpToDate:
-		return false
-	}
-	return cond.Status == metav1.ConditionFalse
-}
-
-// recordHoldTransition emits an Event when a hold starts, changes reason or
-// ends; a sync that changes nothing emits none.
-func (c *Controller) recordHoldTransition(nc *clusterv1beta1.NatsCluster, old, cur *metav1.Condition) {
+// recordHoldTransition emits an Event when a hold that needs the user's
+// attention starts, changes reason or ends; a sync that changes nothing
+// emits none. notify says whether cur is such a hold (the Decision's
+// Hold.Notify, or a refused write); whether old was is the planner's word on
+// its reason (rollout.Notifies).
+func (c *Controller) recordHoldTransition(nc *clusterv1beta1.NatsCluster, old, cur *metav1.Condition, notify bool) {
+	wasHold := old != nil && rollout.Notifies(old.Reason)
 	switch {
-	case isHold(cur) && (old == nil || old.Reason != cur.Reason):
+	case notify && cur != nil && (old == nil || old.Reason != cur.Reason):
 		c.recorder.Event(nc, corev1.EventTypeWarning, cur.Reason, cur.Message)
-	case isHold(old) && !isHold(cur) && cur != nil:
+	case wasHold && !notify && cur != nil:
 		c.recorder.Eventf(nc, corev1.EventTypeNormal, cur.Reason, "%s ended: %s", old.Reason, cur.Message)
 	}
 }

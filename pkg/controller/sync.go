@@ -32,7 +32,8 @@ const (
 )
 
 // notControlledError reports an object in the way that the controller does
-// not control. It becomes Progressing=False ReconcileFailed, not a retry.
+// not control. It becomes Progressing=False ReconcileFailed (rollout.Blocked
+// when gathered, a refused write when creating), not a retry.
 type notControlledError struct {
 	kind, namespace, name string
 }
@@ -42,9 +43,9 @@ func (e *notControlledError) Error() string {
 		e.kind, e.namespace, e.name)
 }
 
-// sync reconciles one NatsCluster: gather, render, create what is missing,
-// observe, plan, take at most one step, write status. It returns when to
-// look again.
+// sync reconciles one NatsCluster in three phases (see gather.go): decide
+// (gather, render, observe, plan), write (what the Decision allows), report
+// (status, Events, metrics). It returns when to look again.
 func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Duration, error) {
 	logger := klog.FromContext(ctx)
 	start := time.Now()
@@ -65,8 +66,23 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		logger.V(4).Info("The cache has not seen this controller's last write yet; looking again shortly", "resourceVersion", nc.ResourceVersion)
 		return cacheCatchUp, nil
 	}
-	now := metav1.Now()
 
+	// Decide.
+	st, err := c.gather(nc)
+	if err != nil {
+		return 0, err
+	}
+	out := c.renderTarget(st)
+	snap := c.observer.Observe(ctx, c.observeTarget(st))
+	decision := rollout.Plan(c.planInput(st, out, snap, metav1.Now()))
+
+	// Write.
+	nc, refused, err := c.write(ctx, st, out, decision)
+	if err != nil {
+		return 0, err
+	}
+
+	// Report.
 	status := nc.Status.DeepCopy()
 	status.ObservedGeneration = nc.Generation
 	status.Replicas = nc.Spec.Replicas
@@ -74,118 +90,95 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		Client:  fmt.Sprintf("nats://%s.%s.svc:4222", nc.Name, nc.Namespace),
 		Monitor: fmt.Sprintf("http://%s-headless.%s.svc:8222", nc.Name, nc.Namespace),
 	}
-	oldProgressing := meta.FindStatusCondition(nc.Status.Conditions, clusterv1beta1.ConditionProgressing)
-
-	// hold sets Progressing=False with a reason the user must act on; the
-	// cluster is still observed so Ready and Settled stay true to life.
-	hold := func(reason, message string) {
-		c.setCondition(status, nc, clusterv1beta1.ConditionProgressing, metav1.ConditionFalse, reason, message)
+	c.observedStatus(status, st, snap)
+	c.recordStartProblems(nc, status.Servers)
+	c.applyDecision(status, nc, out, decision)
+	notify := decision.Hold != nil && decision.Hold.Notify
+	if refused != "" {
+		c.setCondition(status, nc, clusterv1beta1.ConditionProgressing, metav1.ConditionFalse, clusterv1beta1.ReasonReconcileFailed, refused)
+		notify = true
 	}
+	c.recordGate(nc, decision.Rollout)
+	c.recordHoldTransition(nc, meta.FindStatusCondition(nc.Status.Conditions, clusterv1beta1.ConditionProgressing),
+		meta.FindStatusCondition(status.Conditions, clusterv1beta1.ConditionProgressing), notify)
+	requeue := idleRequeue
+	if decision.Soon {
+		requeue = inFlightRequeue
+	}
+	return requeue, c.writeStatus(ctx, nc, status)
+}
 
-	st, gatherErr := c.gather(nc)
-	var out *render.Output
-	var refErr *referenceError
-	var nce *notControlledError
-	switch {
-	case errors.As(gatherErr, &refErr):
-		hold(refErr.reason, refErr.message)
-	case errors.As(gatherErr, &nce):
-		hold(clusterv1beta1.ReasonReconcileFailed, nce.Error())
-	case gatherErr != nil:
-		return 0, gatherErr
-	default:
-		out, err = render.Render(render.Input{Cluster: nc, Trust: st.trust})
-		var te *render.TrustError
-		var se *render.SpecError
-		switch {
-		case errors.As(err, &te):
-			hold(te.Reason, te.Message+"; no server was changed")
-			out = nil
-		case errors.As(err, &se):
-			hold(clusterv1beta1.ReasonInvalidSpec, se.Error()+"; no server was changed")
-			out = nil
-		case err != nil:
-			hold(clusterv1beta1.ReasonUnsupportedChange, err.Error())
-			out = nil
+// renderTarget renders the cluster's objects, or records in st.blocked why
+// they cannot be: nil then.
+func (c *Controller) renderTarget(st *clusterState) *render.Output {
+	if st.blocked != nil {
+		return nil
+	}
+	in := render.Input{Cluster: st.nc, Trust: st.trust}
+	for _, so := range st.servers {
+		r := render.RunningServer{Ordinal: so.ordinal, StatefulSet: so.statefulSet}
+		if so.configMap != nil {
+			r.Config = []byte(so.configMap.Data[render.ConfigKey])
+		}
+		if r.Config != nil || r.StatefulSet != nil {
+			in.Running = append(in.Running, r)
 		}
 	}
+	out, err := render.Render(in)
+	var te *render.TrustError
+	switch {
+	case errors.As(err, &te):
+		st.blocked = &rollout.Blocked{Reason: te.Reason, Message: te.Message}
+	case err != nil:
+		// A *render.SpecError, or a spec render cannot turn into objects.
+		st.blocked = &rollout.Blocked{Reason: clusterv1beta1.ReasonInvalidSpec, Message: err.Error()}
+	}
+	return out
+}
 
-	// holdOnWrite turns an error of writing an object into a hold when it is
-	// one the user must act on (an object in the way, a refused write), and
-	// reports whether it did; any other error is retried.
-	holdOnWrite := func(err error) bool {
+// write carries out what the decision allows: the Services and the PDB
+// (they depend on the cluster's name only, so they are kept in place even
+// while the spec cannot render), the servers to create, the step, and the
+// one-shot annotations to clear. It returns the NatsCluster to write status
+// to (patched when annotations were cleared) and, when the API server
+// refused a write or an object is in the way, the message for
+// Progressing=False ReconcileFailed. Any other error is retried.
+func (c *Controller) write(ctx context.Context, st *clusterState, out *render.Output, d rollout.Decision) (*clusterv1beta1.NatsCluster, string, error) {
+	nc := st.nc
+	refused := func(err error) (string, error) {
+		var nce *notControlledError
 		var wre *writeRefusedError
 		switch {
 		case errors.As(err, &nce):
-			hold(clusterv1beta1.ReasonReconcileFailed, nce.Error())
+			return nce.Error(), nil
 		case errors.As(err, &wre):
-			logger.V(2).Info("The API server refused a write", "err", err)
-			hold(clusterv1beta1.ReasonReconcileFailed, wre.Error())
-		default:
-			return false
+			klog.FromContext(ctx).V(2).Info("The API server refused a write", "err", err)
+			return wre.Error(), nil
 		}
-		out = nil
-		return true
+		return "", err
 	}
-
-	if err := c.ensureSharedObjects(ctx, nc); err != nil && !holdOnWrite(err) {
-		return 0, err
+	if err := c.ensureSharedObjects(ctx, nc); err != nil {
+		msg, err := refused(err)
+		return nc, msg, err
 	}
-	if out != nil {
-		existing, err := c.clusterStatefulSets(nc)
+	if err := c.createServers(ctx, st, out, d.Create); err != nil {
+		msg, err := refused(err)
+		return nc, msg, err
+	}
+	if d.Step != nil {
+		if err := c.executeStep(ctx, st, out, d.Step, d.Progressing.Message); err != nil {
+			msg, err := refused(err)
+			return nc, msg, err
+		}
+	}
+	if len(d.ClearAnnotations) > 0 {
+		patched, err := c.clearAnnotations(ctx, nc, d.ClearAnnotations)
 		if err != nil {
-			return 0, err
+			return nc, "", err
 		}
-		if msg := unsupportedChange(nc, existing, st.servers, out); msg != "" {
-			hold(clusterv1beta1.ReasonUnsupportedChange, msg+"; no server was changed")
-			out = nil
-		}
+		nc = patched
 	}
-	if out != nil {
-		if err := c.createMissingServers(ctx, st, out); err != nil && !holdOnWrite(err) {
-			return 0, err
-		}
-	}
-
-	snap := c.observer.Observe(ctx, c.observeTarget(st))
-	c.observedStatus(status, st, snap)
-	c.recordStartProblems(nc, status.Servers)
-
-	requeue := idleRequeue
-	var decision rollout.Decision
-	if out != nil {
-		decision = rollout.Plan(c.planInput(st, out, snap, now))
-		if decision.Step != nil {
-			if err := c.executeStep(ctx, st, out, decision.Step, decision.Progressing.Message); err != nil && !holdOnWrite(err) {
-				return 0, err
-			}
-		}
-	}
-	if out != nil {
-		if len(decision.ClearAnnotations) > 0 {
-			patched, err := c.clearAnnotations(ctx, nc, decision.ClearAnnotations)
-			if err != nil {
-				return 0, err
-			}
-			// The status write below must carry the patched resourceVersion.
-			status.ObservedGeneration = patched.Generation
-			nc = patched
-		}
-		c.applyDecision(status, nc, out, decision)
-		// A rollout in flight, or a hold that NATS itself can release (a
-		// stream raised to more replicas catches up), is looked at every
-		// second.
-		if decision.Step != nil || decision.Progressing.Status == metav1.ConditionTrue ||
-			decision.Progressing.Reason == clusterv1beta1.ReasonDataLossOnRestart {
-			requeue = inFlightRequeue
-		}
-		c.recordGate(nc, decision.Rollout)
-	}
-	// A hold (a reference to fix, an object in the way outside the caches)
-	// is looked at again every idleRequeue as well as on events.
-
-	c.recordHoldTransition(nc, oldProgressing, meta.FindStatusCondition(status.Conditions, clusterv1beta1.ConditionProgressing))
-	return requeue, c.writeStatus(ctx, nc, status)
+	return nc, "", nil
 }
 
 // applyDecision writes the planner's decision into status.
@@ -193,7 +186,7 @@ func (c *Controller) applyDecision(status *clusterv1beta1.NatsClusterStatus, nc 
 	p := d.Progressing
 	c.setCondition(status, nc, clusterv1beta1.ConditionProgressing, p.Status, p.Reason, p.Message)
 	status.Rollout = d.Rollout
-	if p.Reason == clusterv1beta1.ReasonUpToDate {
+	if p.Reason == clusterv1beta1.ReasonUpToDate && out != nil {
 		cfg := &clusterv1beta1.ConfigStatus{Revision: out.Revision, AppliedBy: clusterv1beta1.AppliedByRestart}
 		if status.Config != nil && status.Config.Revision == out.Revision {
 			cfg = status.Config

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
 	"github.com/nats-operator/nats-operator/pkg/render"
 	rt "github.com/nats-operator/nats-operator/pkg/render/rendertest"
 	"github.com/nats-operator/nats-operator/test/testenv"
@@ -57,6 +58,13 @@ func TestRenderedObjectsSurviveAPIServerDefaulting(t *testing.T) {
 				}
 				if !apiequality.Semantic.DeepEqual(s.StatefulSet.Spec, got.Spec) {
 					t.Errorf("StatefulSet %s as stored differs from rendered (-rendered +stored):\n%s", s.Name, cmp.Diff(s.StatefulSet.Spec, got.Spec))
+				}
+				// A StatefulSet written before the template-revision
+				// annotation existed is recognised by the digest of its
+				// stored spec.
+				delete(got.Spec.Template.Annotations, clusterv1beta1.AnnotationTemplateRevision)
+				if rev := render.TemplateRevisionOf(got); rev != s.TemplateRevision {
+					t.Errorf("StatefulSet %s as stored, without its template-revision annotation, has template revision %s, rendered %s", s.Name, rev, s.TemplateRevision)
 				}
 				cm, err := kc.CoreV1().ConfigMaps("ns").Create(ctx, s.ConfigMap, dry)
 				if err != nil {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
 )
 
 // ConfigFacts are the facts of a server config that decide whether a server on
@@ -70,11 +72,16 @@ type Effect struct {
 	Splits bool
 	// ResetsJetStream: once every server runs the new config, JetStream
 	// starts empty; streams from before stay on the volumes, unreachable.
+	// Another cluster name does this too: render names the servers after the
+	// cluster, so the meta group's peers of before are unknown names.
 	ResetsJetStream bool
 	// What names the change in messages, e.g. "adding auth".
 	What string
 	// Why says, for a split, what the servers on either side fail to do.
 	Why string
+	// HoldReason is the Progressing reason of a held transition with this
+	// change; empty means UnsupportedChange.
+	HoldReason string
 }
 
 // effects is the classification of every change kind. It is not guessed: the
@@ -82,15 +89,15 @@ type Effect struct {
 // processes on the old and the new config side by side and asserts that this
 // table equals what they did.
 var effects = map[ChangeKind]Effect{
-	ChangeAddAuth: {Splits: true, ResetsJetStream: true, What: "adding auth",
+	ChangeAddAuth: {Splits: true, ResetsJetStream: true, What: "adding auth", HoldReason: clusterv1beta1.ReasonAuthChangeBlocked,
 		Why: "a server with auth and one without cannot route to each other"},
-	ChangeRemoveAuth: {Splits: true, ResetsJetStream: true, What: "removing auth",
+	ChangeRemoveAuth: {Splits: true, ResetsJetStream: true, What: "removing auth", HoldReason: clusterv1beta1.ReasonAuthChangeBlocked,
 		Why: "a server with auth and one without cannot route to each other"},
 	ChangeOperator: {Splits: true, ResetsJetStream: true, What: "another NATS operator",
 		Why: "servers with different system accounts route but cannot form one JetStream meta group"},
 	ChangeSystemAccount: {Splits: true, ResetsJetStream: true, What: "another system account",
 		Why: "servers with different system accounts route but cannot form one JetStream meta group"},
-	ChangeClusterName: {Splits: true, What: "another cluster name",
+	ChangeClusterName: {Splits: true, ResetsJetStream: true, What: "another cluster name",
 		Why: "servers with different cluster names refuse each other's routes"},
 	ChangeJetStream: {Splits: true, What: "turning JetStream on or off",
 		Why: "servers with and without JetStream cannot keep one JetStream meta group (and every stream replica) current"},
@@ -101,8 +108,7 @@ var effects = map[ChangeKind]Effect{
 	ChangeJetStreamLimits:          {What: "other JetStream limits"},
 	ChangeServerTags:               {What: "other server tags"},
 	ChangeAccounts:                 {What: "other preloaded accounts"},
-	ChangeResolver: {Splits: true, What: "another account resolver",
-		Why: "servers with a full and a cache resolver are not run side by side by the route-compatibility matrix, so the change is not rolled one server at a time"},
+	ChangeResolver:                 {What: "another account resolver"},
 }
 
 // changeOrder is the order Changes lists kinds in: auth first, so the hold

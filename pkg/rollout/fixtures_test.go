@@ -58,7 +58,7 @@ func cluster(n int, opts ...opt) Input {
 	for i := 0; i < n; i++ {
 		name := fmt.Sprintf("demo-%d", i)
 		in.Servers = append(in.Servers, ServerState{
-			Name: name, Ordinal: i, TemplateRevision: oldRev, PodExists: true, PodReady: true,
+			Name: name, Ordinal: i, Created: true, ConfigRevision: oldRev, RestartRevision: oldRev, PodExists: true, PodReady: true,
 			Answered: true, ReportedRevision: oldRev, Running: baseFacts(),
 		})
 		in.Observation.MetaMembers = append(in.Observation.MetaMembers, name)
@@ -67,6 +67,12 @@ func cluster(n int, opts ...opt) Input {
 		o(&in)
 	}
 	return in
+}
+
+// objectsAt puts a server's ConfigMap and pod template at a config revision
+// ("" for a server not created yet); its template revision stays the target's.
+func objectsAt(s *ServerState, rev string) {
+	s.Created, s.ConfigRevision, s.RestartRevision = rev != "", rev, rev
 }
 
 func server(in *Input, name string) *ServerState {
@@ -95,7 +101,8 @@ func stepped(names ...string) opt {
 	return func(in *Input) {
 		for _, n := range names {
 			s := server(in, n)
-			s.TemplateRevision, s.ReportedRevision, s.Running = newRev, newRev, in.Target
+			objectsAt(s, newRev)
+			s.ReportedRevision, s.Running = newRev, in.Target
 		}
 	}
 }
@@ -104,7 +111,8 @@ func stepped(names ...string) opt {
 func restarting(name string) opt {
 	return func(in *Input) {
 		s := server(in, name)
-		s.TemplateRevision, s.PodReady, s.Answered, s.ReportedRevision, s.Running = newRev, false, false, "", in.Target
+		objectsAt(s, newRev)
+		s.PodReady, s.Answered, s.ReportedRevision, s.Running = false, false, "", in.Target
 		in.Observation.Settled = Verdict{Status: metav1.ConditionFalse, Reason: clusterv1beta1.ReasonServersSilent, Message: name + " did not answer"}
 	}
 }

@@ -65,11 +65,20 @@ func fuzzInput(data []byte) Input {
 		if r.next()%10 == 0 {
 			ord = int(r.next() % 4) // duplicates and gaps
 		}
-		in.Servers = append(in.Servers, ServerState{
+		s := ServerState{
 			Name: fmt.Sprintf("demo-%d", ord), Ordinal: ord,
-			TemplateRevision: r.pick(revs...), PodExists: r.next()%4 != 0, PodReady: r.next()%3 != 0,
+			PodExists: r.next()%4 != 0, PodReady: r.next()%3 != 0,
 			Answered: r.next()%4 != 0, ReportedRevision: r.pick(revs...), Running: facts(),
-		})
+		}
+		objectsAt(&s, r.pick(revs...))
+		s.ClaimTemplateDiffers = r.next()%16 == 0
+		in.Servers = append(in.Servers, s)
+	}
+	switch r.next() % 16 {
+	case 0:
+		in.Blocked = &Blocked{Reason: clusterv1beta1.ReasonInvalidSpec, Message: "invalid"}
+	case 1:
+		in.ExtraServers = []string{"demo-9"}
 	}
 	in.Observation.Observed = r.next()%4 != 0
 	in.Observation.Settled.Status = metav1.ConditionStatus(r.pick("True", "True", "False", "Unknown", ""))
@@ -124,6 +133,14 @@ func FuzzPlan(f *testing.F) {
 		}
 		if d.Step != nil && len(d.Step.Servers) == 0 {
 			t.Fatalf("a step with no servers: %s", toJSON(d))
+		}
+		// The controller emits Events from Hold.Notify, and for the end of a
+		// hold from Notifies of the reason in status: they must agree.
+		if (d.Hold != nil && d.Hold.Notify) != Notifies(d.Progressing.Reason) {
+			t.Fatalf("hold notify and Notifies(%s) disagree: %s", d.Progressing.Reason, toJSON(d))
+		}
+		if (in.Blocked != nil || len(in.ExtraServers) > 0) && (d.Step != nil || len(d.Create) > 0) {
+			t.Fatalf("a blocked or held scale-down stepped or created: %s", toJSON(d))
 		}
 		if again := Plan(in); !reflect.DeepEqual(again, d) {
 			t.Fatalf("Plan is not deterministic:\n%s\nvs\n%s", toJSON(d), toJSON(again))

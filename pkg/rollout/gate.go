@@ -102,7 +102,7 @@ func checkMetaMembership(in *Input, servers []ServerState) string {
 // runsJetStream says whether a server runs (or will run, once created) with
 // JetStream.
 func runsJetStream(in *Input, s ServerState) bool {
-	if s.TemplateRevision == "" || s.TemplateRevision == in.TargetRevision {
+	if !s.Created || in.atTarget(s) {
 		return in.Target.JetStream
 	}
 	return s.Running.JetStream
@@ -135,7 +135,7 @@ func checkPodsReady(_ *Input, servers []ServerState) string {
 func checkTargetRevision(in *Input, servers []ServerState) string {
 	var parts []string
 	for _, s := range servers {
-		if s.TemplateRevision != in.TargetRevision {
+		if !in.atTarget(s) {
 			continue
 		}
 		switch {

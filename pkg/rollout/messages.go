@@ -72,13 +72,9 @@ func upToDateMessage(in *Input, n int) string {
 }
 
 // splitWhy says why servers on either side of a split change cannot run side
-// by side; the auth case is the text of API.md.
+// by side: the Why of the first splitting change (auth comes first, with the
+// text of API.md).
 func splitWhy(changes []Change) string {
-	for _, c := range changes {
-		if c.Kind == ChangeAddAuth || c.Kind == ChangeRemoveAuth {
-			return "a server with auth and one without cannot route to each other"
-		}
-	}
 	for _, c := range changes {
 		if e := effects[c.Kind]; e.Splits && e.Why != "" {
 			return e.Why

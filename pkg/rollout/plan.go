@@ -64,7 +64,13 @@ import (
 // Plan decides the next step of a NatsCluster's rollout, or why there is none.
 // It is pure: the same Input always gives the same Decision.
 func Plan(in Input) Decision {
+	if in.Blocked != nil {
+		return blocked(in.Blocked)
+	}
 	p := newPlanner(&in)
+	if d, ok := p.unsupported(); ok {
+		return d
+	}
 	if len(p.need) == 0 {
 		return p.noStepNeeded()
 	}
@@ -97,6 +103,8 @@ type planner struct {
 	total, done int
 	// clear collects one-shot annotations to remove.
 	clear []string
+	// create are the servers not created yet, in ordinal order.
+	create []string
 }
 
 func newPlanner(in *Input) *planner {
@@ -115,10 +123,11 @@ func newPlanner(in *Input) *planner {
 	}
 	lists := make([][]Change, 0, len(p.servers))
 	for _, s := range p.servers {
-		switch s.TemplateRevision {
-		case "":
+		switch {
+		case !s.Created:
 			// Not created yet: the controller creates it at the target.
-		case in.TargetRevision:
+			p.create = append(p.create, s.Name)
+		case in.atTarget(s):
 			p.stepped = append(p.stepped, s)
 		default:
 			p.need = append(p.need, s)
@@ -213,7 +222,7 @@ func (p *planner) noStepNeeded() Decision {
 // everyServerOnTarget: every server exists at the target and reports it.
 func (p *planner) everyServerOnTarget() bool {
 	for _, s := range p.servers {
-		if s.TemplateRevision != p.in.TargetRevision || !s.PodReady || !s.Answered || s.ReportedRevision != p.in.TargetRevision {
+		if !p.in.atTarget(s) || !s.PodReady || !s.Answered || s.ReportedRevision != p.in.TargetRevision {
 			return false
 		}
 	}
@@ -230,13 +239,11 @@ func (p *planner) upToDate() Decision {
 // split), or one that would leave streams behind, unless restart-all (with
 // reset-jetstream when streams would be left behind) releases it.
 func (p *planner) heldTransition() (Decision, bool) {
-	split, reset := false, false
+	split := false
 	for _, c := range p.changes {
-		e := effects[c.Kind]
-		split = split || e.Splits
-		reset = reset || e.ResetsJetStream
+		split = split || effects[c.Kind].Splits
 	}
-	reset = reset && p.runsJetStream()
+	reset := p.resetsJetStream()
 	streamsKnown := p.in.Observation.Observed
 	leavesStreams := reset && (!streamsKnown || len(p.in.Observation.Streams) > 0)
 	if !split && !leavesStreams {
@@ -249,8 +256,9 @@ func (p *planner) heldTransition() (Decision, bool) {
 	}
 	reason := clusterv1beta1.ReasonUnsupportedChange
 	for _, c := range p.changes {
-		if c.Kind == ChangeAddAuth || c.Kind == ChangeRemoveAuth {
-			reason = clusterv1beta1.ReasonAuthChangeBlocked
+		if r := effects[c.Kind].HoldReason; r != "" && effects[c.Kind].Splits {
+			reason = r
+			break
 		}
 	}
 	waitingFor := clusterv1beta1.AnnotationRestartAll
@@ -266,6 +274,16 @@ func (p *planner) heldTransition() (Decision, bool) {
 		},
 		Progressing: condition(metav1.ConditionFalse, reason, msg),
 	}), true
+}
+
+// resetsJetStream: a change resets JetStream and some server to step runs
+// it, so it may hold state.
+func (p *planner) resetsJetStream() bool {
+	reset := false
+	for _, c := range p.changes {
+		reset = reset || effects[c.Kind].ResetsJetStream
+	}
+	return reset && p.runsJetStream()
 }
 
 // runsJetStream: some server to step runs JetStream, so it may hold state.
@@ -284,11 +302,7 @@ func (p *planner) restartAll() (Decision, bool) {
 	if _, ok := p.annotation(clusterv1beta1.AnnotationRestartAll); !ok {
 		return Decision{}, false
 	}
-	reset := false
-	for _, c := range p.changes {
-		reset = reset || effects[c.Kind].ResetsJetStream
-	}
-	reset = reset && p.runsJetStream()
+	reset := p.resetsJetStream()
 	var streams []StreamRef
 	if reset {
 		streams = sortedStreams(p.in.Observation.Streams)
@@ -488,13 +502,39 @@ func (p *planner) rolloutStatus(cur string, gate gateResult) *clusterv1beta1.Rol
 	return st
 }
 
-// decision finishes a Decision with the changes and annotations to clear.
+// decision finishes a Decision with the changes, the annotations to clear,
+// the servers to create, whether the hold notifies, and when to look again.
 func (p *planner) decision(d Decision) Decision {
 	d.Changes = p.changes
 	if len(p.clear) > 0 {
 		d.ClearAnnotations = sortedCopy(p.clear)
 	}
+	d.Create = p.create
+	return finish(d)
+}
+
+// finish sets what follows from the rest of a Decision: whether its hold
+// notifies, and whether to look again within a second (a step taken, a
+// rollout in flight, or a hold that NATS itself releases: a stream raised to
+// more replicas catches up).
+func finish(d Decision) Decision {
+	if d.Hold != nil {
+		d.Hold.Notify = Notifies(d.Hold.Reason)
+	}
+	d.Soon = d.Step != nil || d.Progressing.Status == metav1.ConditionTrue ||
+		d.Progressing.Reason == clusterv1beta1.ReasonDataLossOnRestart
 	return d
+}
+
+// Notifies says whether a Progressing reason is a hold that needs the
+// user's attention, so an Event marks its start and end: every hold but
+// waiting for the gate (RollingRestart), and no state that is not a hold.
+func Notifies(reason string) bool {
+	switch reason {
+	case clusterv1beta1.ReasonRollingRestart, clusterv1beta1.ReasonUpToDate, clusterv1beta1.ReasonCreating, "":
+		return false
+	}
+	return true
 }
 
 func condition(status metav1.ConditionStatus, reason, message string) metav1.Condition {

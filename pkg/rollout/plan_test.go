@@ -498,7 +498,8 @@ func TestPlan(t *testing.T) {
 		{
 			name: "a spec changed mid-rollout drops the old current and steps toward the new target",
 			in: cluster(3, func(in *Input) {
-				server(in, "demo-2").TemplateRevision, server(in, "demo-2").ReportedRevision = "mid", "mid"
+				objectsAt(server(in, "demo-2"), "mid")
+				server(in, "demo-2").ReportedRevision = "mid"
 			},
 				previous(&clusterv1beta1.RolloutStatus{TargetRevision: "mid", Current: "demo-2", Pending: []string{"demo-1", "demo-0"}})),
 			want: want{

@@ -117,11 +117,13 @@ func (c *simCluster) input() Input {
 	}
 	for _, s := range c.servers {
 		up := s.down == 0
-		in.Servers = append(in.Servers, ServerState{
-			Name: s.name, Ordinal: s.ordinal, TemplateRevision: s.template,
+		st := ServerState{
+			Name: s.name, Ordinal: s.ordinal,
 			PodExists: !s.podGone, PodReady: up && !s.stuck && !s.podGone,
 			Answered: up && !c.obsFault, ReportedRevision: s.running, Running: s.given,
-		})
+		}
+		objectsAt(&st, s.template)
+		in.Servers = append(in.Servers, st)
 	}
 	if c.obsFault {
 		in.Observation = Observation{Settled: Verdict{Status: metav1.ConditionUnknown, Reason: clusterv1beta1.ReasonObservationFailed, Message: "observation failed"}}

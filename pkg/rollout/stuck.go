@@ -128,7 +128,7 @@ func (p *planner) startProblems() string {
 			continue
 		}
 		version := s.Running.Version
-		if s.TemplateRevision == "" || s.TemplateRevision == p.in.TargetRevision {
+		if !s.Created || p.in.atTarget(s) {
 			version = p.in.Target.Version
 		}
 		parts = append(parts, fmt.Sprintf("%s cannot start %s: %s", s.Name, orNone(version), s.StartProblem))

@@ -44,7 +44,8 @@ func reverted(in *Input) {
 	in.ConvergedRevision = newRev
 	stepped("demo-0", "demo-1")(in)
 	s := server(in, "demo-2")
-	s.TemplateRevision, s.Running.Version = "bad", "2.15.99"
+	objectsAt(s, "bad")
+	s.Running.Version = "2.15.99"
 }
 
 func TestPlanStepsAServerThatIsDownWhenTheRestIsSettled(t *testing.T) {

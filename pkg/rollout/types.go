@@ -41,6 +41,16 @@ type Input struct {
 	// Servers are the servers of the target spec, in any order.
 	Servers []ServerState
 
+	// Blocked is set when the target cannot be computed or acted on: a
+	// reference of spec.auth that does not resolve, a trust or spec render
+	// refuses, an object in the way. The planner holds with its reason and
+	// touches no server; Target, TargetRevision and Servers may be empty.
+	Blocked *Blocked
+
+	// ExtraServers are servers of the cluster beyond spec.replicas that still
+	// have a StatefulSet (a scale-down), sorted by ordinal.
+	ExtraServers []string
+
 	// Observation is what observing the NATS cluster found.
 	Observation Observation
 
@@ -65,10 +75,26 @@ type ServerState struct {
 	Name string
 	// Ordinal is the server's index, 2 for demo-2.
 	Ordinal int
-	// TemplateRevision is the config revision annotation of the server's
-	// StatefulSet pod template; empty when the StatefulSet does not exist yet
-	// (the controller creates it directly at the target revision).
-	TemplateRevision string
+	// Created says the server's StatefulSet exists. A server not created yet
+	// is created directly at the target (Decision.Create); the revisions
+	// below are then empty.
+	Created bool
+	// ConfigRevision is the config revision of the server's ConfigMap (its
+	// nats.conf's server_metadata.config_revision); empty without one.
+	ConfigRevision string
+	// RestartRevision is the config revision the server's pod template was
+	// last restarted for (its config-revision annotation). A restart step
+	// sets it; a config applied without a restart would not.
+	RestartRevision string
+	// TemplateRevision is the template revision of the server's StatefulSet
+	// (its pod template's template-revision annotation), and
+	// TargetTemplateRevision the one the target renders for it. They differ
+	// when something other than the config changes (resources, image).
+	TemplateRevision       string
+	TargetTemplateRevision string
+	// ClaimTemplateDiffers says the StatefulSet's volume claim templates
+	// differ from the target's: they are immutable, so no step applies them.
+	ClaimTemplateDiffers bool
 	// PodExists says whether the server's pod exists.
 	PodExists bool
 	// PodReady says whether the server's pod is Ready.
@@ -87,9 +113,8 @@ type ServerState struct {
 	// restart starts it empty.
 	EphemeralStore bool
 	// Running are the facts of the config this server runs: the config it was
-	// last given (its ConfigMap, which changes only at its own step), or, if
-	// the controller prefers, what the server reports. Ignored when
-	// TemplateRevision is empty.
+	// last given (its ConfigMap, which changes only at its own step). Ignored
+	// unless Created.
 	Running ConfigFacts
 }
 
@@ -144,23 +169,70 @@ type StreamRef struct {
 	Name string
 }
 
-// StepKind is what a step does.
+// Blocked is why the target cannot be computed or acted on.
+type Blocked struct {
+	// Reason is the Progressing reason, e.g. TrustNotFound, InvalidSpec,
+	// ReconcileFailed.
+	Reason string
+	// Message says what is wrong and what to do; "no server was changed" is
+	// appended.
+	Message string
+}
+
+// StepKind is what a step does. The controller executes each kind with its
+// own payload and refuses a kind it does not know.
 type StepKind string
 
 const (
-	// RestartOne updates one server's StatefulSet and ConfigMap to the target
-	// revision and restarts it.
+	// RestartOne updates one server's ConfigMap and StatefulSet to the target
+	// and restarts it. Payload: Servers (one) and the restart fields.
 	RestartOne StepKind = "RestartOne"
-	// RestartAll updates every server to the target revision and restarts them
-	// all together (an outage).
+	// RestartAll updates every server to the target and restarts them all
+	// together (an outage). Payload: Servers (all) and the restart fields.
 	RestartAll StepKind = "RestartAll"
+	// Reload writes one server's ConfigMap and has the server reload it,
+	// without a restart. Payload: Reload. Not planned yet: no change is
+	// classified as reloadable.
+	Reload StepKind = "Reload"
+	// RemoveServer removes a server beyond spec.replicas: its JetStream peer,
+	// then its objects. Payload: Remove. Not planned yet.
+	RemoveServer StepKind = "RemoveServer"
+	// ReplaceServer replaces a server's pod and volume with new ones. Payload:
+	// Replace. Not planned yet.
+	ReplaceServer StepKind = "ReplaceServer"
 )
+
+// ReloadStep is the payload of a Reload step.
+type ReloadStep struct {
+	// Server is the server whose config is reloaded.
+	Server string
+}
+
+// RemoveServerStep is the payload of a RemoveServer step.
+type RemoveServerStep struct {
+	// Server is the server removed.
+	Server string
+}
+
+// ReplaceServerStep is the payload of a ReplaceServer step.
+type ReplaceServerStep struct {
+	// Server is the server replaced.
+	Server string
+}
 
 // Step is the one destructive action of a sync.
 type Step struct {
 	// Kind is what the step does.
 	Kind StepKind
-	// Servers are the servers it touches, in order.
+	// Reload, Remove and Replace are the payloads of those kinds; nil for a
+	// restart.
+	Reload  *ReloadStep
+	Remove  *RemoveServerStep
+	Replace *ReplaceServerStep
+
+	// The restart payload (RestartOne, RestartAll):
+
+	// Servers are the servers it restarts, in order.
 	Servers []string
 	// Forced says the step goes through a closed gate or a pause because of
 	// the force-step annotation.
@@ -191,6 +263,11 @@ type Hold struct {
 	// annotation (with its value) that would release a held transition, or
 	// empty for a pause.
 	WaitingFor string
+	// Notify says the hold needs the user's attention (anything but waiting
+	// for a gate that has been closed for less than GateBlockedAfter): the
+	// controller emits an Event when such a hold starts, changes reason or
+	// ends. Notifies(reason) says the same of a reason already in status.
+	Notify bool
 }
 
 // Decision is what Plan decided. At most one of Step and Hold is set; neither
@@ -198,6 +275,10 @@ type Hold struct {
 type Decision struct {
 	// Step is the one step to take now, if any.
 	Step *Step
+	// Create are the servers to create at the target (their ConfigMap and
+	// StatefulSet), in ordinal order; never set with Blocked or a held
+	// scale-down or claim change.
+	Create []string
 	// Hold says why no step is taken while the rollout is not done.
 	Hold *Hold
 	// ClearAnnotations are one-shot annotations to remove: acted on with this
@@ -211,4 +292,7 @@ type Decision struct {
 	// Progressing is the Progressing condition without time and generation,
 	// which the controller sets.
 	Progressing metav1.Condition
+	// Soon says to look again within a second: a step was taken, a rollout
+	// is in flight, or a hold NATS itself can release.
+	Soon bool
 }

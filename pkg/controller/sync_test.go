@@ -1,0 +1,290 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	kubeinformers "k8s.io/client-go/informers"
+	k8sfake "k8s.io/client-go/kubernetes/fake"
+	core "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+
+	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
+	natsfake "github.com/nats-operator/nats-operator/pkg/generated/clientset/versioned/fake"
+	natsinformers "github.com/nats-operator/nats-operator/pkg/generated/informers/externalversions"
+	"github.com/nats-operator/nats-operator/pkg/observe"
+	"github.com/nats-operator/nats-operator/pkg/render"
+	rt "github.com/nats-operator/nats-operator/pkg/render/rendertest"
+)
+
+// Controller unit tests in the style of sample-controller: the generated
+// fake clientsets, informer indexers seeded by hand (no informer runs), a
+// fixed Snapshot instead of asking NATS, and the exact actions one sync
+// takes. They test plumbing; test/e2e proves the features on real servers.
+
+// fakeObserver returns the same Snapshot for every cluster.
+type fakeObserver struct{ snap *observe.Snapshot }
+
+func (f fakeObserver) Observe(context.Context, observe.Target) *observe.Snapshot { return f.snap }
+func (fakeObserver) Forget(string)                                               {}
+func (fakeObserver) Close()                                                      {}
+
+type fixture struct {
+	t           *testing.T
+	nc          *clusterv1beta1.NatsCluster
+	kubeObjects []runtime.Object
+	snap        *observe.Snapshot
+
+	kube     *k8sfake.Clientset
+	nats     *natsfake.Clientset
+	recorder *record.FakeRecorder
+}
+
+func newFixture(t *testing.T, nc *clusterv1beta1.NatsCluster, objs ...runtime.Object) *fixture {
+	return &fixture{t: t, nc: nc, kubeObjects: objs, snap: &observe.Snapshot{
+		Verdict: observe.Verdict{Status: metav1.ConditionUnknown, Reason: clusterv1beta1.ReasonObservationFailed, Message: "not observed"},
+	}}
+}
+
+// sync runs one sync of the fixture's NatsCluster and returns the actions
+// that write (list and watch are left out).
+func (f *fixture) sync() []core.Action {
+	f.t.Helper()
+	ctx := context.Background()
+	f.kube = k8sfake.NewClientset(f.kubeObjects...)
+	f.nats = natsfake.NewSimpleClientset(f.nc)
+	ki := kubeinformers.NewSharedInformerFactory(f.kube, 0)
+	ni := natsinformers.NewSharedInformerFactory(f.nats, 0)
+	inf := Informers{
+		Clusters:       ni.Cluster().V1beta1().NatsClusters(),
+		OperatorTrusts: ni.Trust().V1beta1().NatsOperatorTrusts(),
+		AccountTrusts:  ni.Trust().V1beta1().NatsAccountTrusts(),
+		StatefulSets:   ki.Apps().V1().StatefulSets(),
+		ConfigMaps:     ki.Core().V1().ConfigMaps(),
+		Services:       ki.Core().V1().Services(),
+		Pods:           ki.Core().V1().Pods(),
+		PDBs:           ki.Policy().V1().PodDisruptionBudgets(),
+		Secrets:        ki.Core().V1().Secrets(),
+	}
+	c := New(ctx, f.kube, f.nats, inf, NewMetrics(prometheus.NewRegistry()))
+	f.recorder = record.NewFakeRecorder(100)
+	c.recorder = f.recorder
+	c.observer = fakeObserver{f.snap}
+	must := func(err error) {
+		if err != nil {
+			f.t.Fatal(err)
+		}
+	}
+	must(inf.Clusters.Informer().GetIndexer().Add(f.nc))
+	for _, o := range f.kubeObjects {
+		switch o := o.(type) {
+		case *appsv1.StatefulSet:
+			must(inf.StatefulSets.Informer().GetIndexer().Add(o))
+		case *corev1.ConfigMap:
+			must(inf.ConfigMaps.Informer().GetIndexer().Add(o))
+		case *corev1.Pod:
+			must(inf.Pods.Informer().GetIndexer().Add(o))
+		case *corev1.Service:
+			must(inf.Services.Informer().GetIndexer().Add(o))
+		case *corev1.Secret:
+			must(inf.Secrets.Informer().GetIndexer().Add(o))
+		default:
+			if pdb, ok := o.(metav1.Object); ok && strings.HasSuffix(fmt.Sprintf("%T", o), "PodDisruptionBudget") {
+				must(inf.PDBs.Informer().GetIndexer().Add(pdb))
+			}
+		}
+	}
+	if _, err := c.sync(ctx, cache.MetaObjectToName(f.nc)); err != nil {
+		f.t.Fatalf("sync: %v", err)
+	}
+	var out []core.Action
+	for _, a := range append(f.kube.Actions(), f.nats.Actions()...) {
+		if a.GetVerb() != "list" && a.GetVerb() != "watch" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// describe renders actions as "verb resource[/subresource] name".
+func describe(actions []core.Action) []string {
+	var out []string
+	for _, a := range actions {
+		res := a.GetResource().Resource
+		if sub := a.GetSubresource(); sub != "" {
+			res += "/" + sub
+		}
+		name := ""
+		switch a := a.(type) {
+		case core.CreateAction:
+			name = a.GetObject().(metav1.Object).GetName()
+		case core.UpdateAction:
+			name = a.GetObject().(metav1.Object).GetName()
+		case core.DeleteAction:
+			name = a.GetName()
+		case core.PatchAction:
+			name = a.GetName()
+		}
+		out = append(out, a.GetVerb()+" "+res+" "+name)
+	}
+	return out
+}
+
+// writtenStatus is the NatsCluster of the sync's status update, if any.
+func writtenStatus(actions []core.Action) *clusterv1beta1.NatsCluster {
+	for _, a := range actions {
+		if u, ok := a.(core.UpdateAction); ok && a.GetSubresource() == "status" {
+			return u.GetObject().(*clusterv1beta1.NatsCluster)
+		}
+	}
+	return nil
+}
+
+// running are a cluster's objects as the caches hold them once created, at
+// out, with a Ready pod per server started from its template.
+func running(t *testing.T, out *render.Output) []runtime.Object {
+	t.Helper()
+	objs := []runtime.Object{out.ClientService.DeepCopy(), out.HeadlessService.DeepCopy(), out.PDB.DeepCopy()}
+	for i, s := range out.Servers {
+		cm := s.ConfigMap.DeepCopy()
+		sts := s.StatefulSet.DeepCopy()
+		sts.UID = types.UID(fmt.Sprintf("uid-sts-%d", i))
+		objs = append(objs, cm, sts, podOf(sts))
+	}
+	return objs
+}
+
+// podOf is the pod the StatefulSet controller would create, Ready.
+func podOf(sts *appsv1.StatefulSet) *corev1.Pod {
+	t := true
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: sts.Namespace, Name: sts.Name + "-0", UID: types.UID("uid-pod-" + sts.Name),
+			Labels: sts.Spec.Template.Labels, Annotations: sts.Spec.Template.Annotations,
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: sts.Name, UID: sts.UID, Controller: &t}},
+		},
+		Status: corev1.PodStatus{PodIP: "10.0.0.1", Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
+	}
+}
+
+// settled is a Snapshot of every server answering on revision rev.
+func settled(out *render.Output, rev string) *observe.Snapshot {
+	snap := &observe.Snapshot{Verdict: observe.Verdict{Status: metav1.ConditionTrue, Reason: clusterv1beta1.ReasonAllGroupsCurrent, Message: "every Raft group has a leader and every member is current"}}
+	for _, s := range out.Servers {
+		snap.Servers = append(snap.Servers, observe.Server{Name: s.Name, Answered: true, ConfigRevision: rev, Version: s.Facts.Version})
+	}
+	return snap
+}
+
+func mustRender(t *testing.T, nc *clusterv1beta1.NatsCluster) *render.Output {
+	t.Helper()
+	out, err := render.Render(render.Input{Cluster: nc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func assertActions(t *testing.T, got []core.Action, want ...string) {
+	t.Helper()
+	if d := describe(got); !slices.Equal(d, want) {
+		t.Errorf("actions:\n  %s\nwant:\n  %s", strings.Join(d, "\n  "), strings.Join(want, "\n  "))
+	}
+}
+
+func TestSyncCreatesEveryObjectOfANewCluster(t *testing.T) {
+	nc := rt.NewCluster("ns", "demo", rt.Replicas(2))
+	f := newFixture(t, nc)
+	acts := f.sync()
+	assertActions(t, acts,
+		"create services demo", "create services demo-headless", "create poddisruptionbudgets demo",
+		"create configmaps demo-0-config", "create statefulsets demo-0",
+		"create configmaps demo-1-config", "create statefulsets demo-1",
+		"update natsclusters/status demo")
+	st := writtenStatus(acts)
+	if p := meta.FindStatusCondition(st.Status.Conditions, clusterv1beta1.ConditionProgressing); p == nil || p.Reason != clusterv1beta1.ReasonCreating {
+		t.Errorf("Progressing %+v, want Creating", p)
+	}
+}
+
+func TestSyncTakesOneStepPerSync(t *testing.T) {
+	old := rt.NewCluster("ns", "demo", rt.Version("2.15.1"))
+	outOld := mustRender(t, old)
+	nc := rt.NewCluster("ns", "demo", rt.Version("2.15.2"))
+	nc.Status.Config = &clusterv1beta1.ConfigStatus{Revision: outOld.Revision, AppliedBy: clusterv1beta1.AppliedByRestart}
+	f := newFixture(t, nc, running(t, outOld)...)
+	f.snap = settled(outOld, outOld.Revision)
+	acts := f.sync()
+	assertActions(t, acts,
+		"update configmaps demo-2-config", "update statefulsets demo-2", "delete pods demo-2-0",
+		"update natsclusters/status demo")
+	if ev := events(f.recorder); !slices.ContainsFunc(ev, func(e string) bool {
+		return strings.Contains(e, clusterv1beta1.EventServerRestarted+" Restarting demo-2 onto revision")
+	}) {
+		t.Errorf("events %v, want ServerRestarted for demo-2", ev)
+	}
+}
+
+func TestSyncWritesNothingWhenNothingDiffers(t *testing.T) {
+	nc := rt.NewCluster("ns", "demo")
+	out := mustRender(t, nc)
+	nc.Status.Config = &clusterv1beta1.ConfigStatus{Revision: out.Revision, AppliedBy: clusterv1beta1.AppliedByRestart}
+	f := newFixture(t, nc, running(t, out)...)
+	f.snap = settled(out, out.Revision)
+	first := f.sync()
+	assertActions(t, first, "update natsclusters/status demo") // the observation enters status
+	f.nc = writtenStatus(first)
+	assertActions(t, f.sync())
+	if ev := events(f.recorder); len(ev) != 0 {
+		t.Errorf("events %v, want none", ev)
+	}
+}
+
+func TestSyncEmitsAnEventPerHoldTransitionOnly(t *testing.T) {
+	nc := rt.NewCluster("ns", "demo", rt.Auth("missing"))
+	f := newFixture(t, nc)
+	acts := f.sync()
+	assertActions(t, acts, "create services demo", "create services demo-headless", "create poddisruptionbudgets demo",
+		"update natsclusters/status demo")
+	if ev := events(f.recorder); len(ev) != 1 || !strings.HasPrefix(ev[0], "Warning "+clusterv1beta1.ReasonTrustNotFound+" ") {
+		t.Fatalf("events %v, want one TrustNotFound", ev)
+	}
+
+	f.nc = writtenStatus(acts)
+	f.kubeObjects = []runtime.Object{mustRender(t, rt.NewCluster("ns", "demo")).ClientService}
+	f.sync()
+	if ev := events(f.recorder); len(ev) != 0 {
+		t.Fatalf("events %v on a second sync of the same hold, want none", ev)
+	}
+
+	fixed := f.nc.DeepCopy()
+	fixed.Spec.Auth = nil
+	f.nc = fixed
+	f.sync()
+	if ev := events(f.recorder); len(ev) != 1 || !strings.Contains(ev[0], clusterv1beta1.ReasonTrustNotFound+" ended") {
+		t.Fatalf("events %v, want one saying the hold ended", ev)
+	}
+}
+
+func events(r *record.FakeRecorder) []string {
+	var out []string
+	for {
+		select {
+		case e := <-r.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}

@@ -1,0 +1,182 @@
+package render_test
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+
+	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
+	"github.com/nats-operator/nats-operator/pkg/render"
+	rt "github.com/nats-operator/nats-operator/pkg/render/rendertest"
+)
+
+// The facts the planner classifies are read back from the configs render
+// writes exactly as render computed them for the target, so a running
+// server's ConfigMap and the target describe themselves the same way.
+func TestReadConfigGivesTheFactsRenderComputed(t *testing.T) {
+	trust := fixedTrust(t)
+	tests := []struct {
+		name  string
+		nc    *clusterv1beta1.NatsCluster
+		trust *render.Trust
+		want  render.Facts
+	}{
+		{
+			name: "a cluster without auth or JetStream has only its version and name",
+			nc:   rt.NewCluster("ns", "demo"),
+			want: render.Facts{Version: rt.DefaultVersion, ClusterName: "demo"},
+		},
+		{
+			name: "JetStream with a domain, limits and tags gives each of them",
+			nc: rt.NewCluster("ns", "demo", rt.JetStream(), rt.Domain("hub"), rt.JetStreamLimits("1Gi", "10Gi"),
+				rt.ServerTag("zone", "b"), rt.ServerTag("az", "1")),
+			want: render.Facts{Version: rt.DefaultVersion, ClusterName: "demo", JetStream: true, JetStreamDomain: "hub",
+				MaxMemoryStore: 1 << 30, MaxFileStore: 10 << 30, ServerTags: []string{"az:1", "zone:b"}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := render.Render(render.Input{Cluster: tt.nc, Trust: tt.trust})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range out.Servers {
+				if diff := cmp.Diff(tt.want, s.Facts); diff != "" {
+					t.Errorf("%s: rendered facts (-want +got):\n%s", s.Name, diff)
+				}
+				got, err := render.ReadConfig(s.Config, tt.nc.Spec.Version)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(s.Facts, got.Facts); diff != "" {
+					t.Errorf("%s: facts read back (-rendered +read):\n%s", s.Name, diff)
+				}
+				if got.Revision != out.Revision {
+					t.Errorf("%s: read revision %q, rendered %q", s.Name, got.Revision, out.Revision)
+				}
+			}
+		})
+	}
+	t.Run("operator mode gives the operator key, the system account and the resolver", func(t *testing.T) {
+		nc := rt.NewCluster("ns", "demo", rt.JetStream(), rt.Auth("trust"))
+		out, err := render.Render(render.Input{Cluster: nc, Trust: trust})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := out.Servers[0].Facts
+		if f.Operator != out.Auth.Operator || f.SystemAccount != out.Auth.SystemAccount || f.Resolver != "full" {
+			t.Errorf("facts %+v, auth %s", f, out.Auth)
+		}
+		got, err := render.ReadConfig(out.Servers[0].Config, nc.Spec.Version)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(f, got.Facts); diff != "" {
+			t.Errorf("facts read back (-rendered +read):\n%s", diff)
+		}
+	})
+	t.Run("a config that is not one render wrote is an error", func(t *testing.T) {
+		if _, err := render.ReadConfig([]byte("port: 4222"), "2.15.2"); err == nil {
+			t.Error("no error")
+		}
+	})
+}
+
+// legacy loads objects as the release before separate revisions wrote them.
+func legacy(t *testing.T, file string) (*rt.Objects, []render.RunningServer) {
+	t.Helper()
+	objs := rt.LoadObjects(t, "testdata/legacy-e57d870/"+file)
+	var running []render.RunningServer
+	for i, sts := range objs.StatefulSets {
+		running = append(running, render.RunningServer{
+			Ordinal: int32(i), StatefulSet: sts, Config: []byte(objs.ConfigMaps[i].Data[render.ConfigKey]),
+		})
+	}
+	return objs, running
+}
+
+// An operator upgrade must not restart clusters: objects written by the
+// previous release keep their revision when they equal the target apart from
+// the revisions, and their templates are recognised without the
+// template-revision annotation they lack.
+func TestObjectsOfThePreviousReleaseKeepTheirRevision(t *testing.T) {
+	for _, file := range []string{"jetstream-claim.yaml", "ephemeral.yaml"} {
+		t.Run(file, func(t *testing.T) {
+			objs, running := legacy(t, file)
+			legacyRev := objs.Cluster.Status.Config.Revision
+			out, err := render.Render(render.Input{Cluster: objs.Cluster, Running: running})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.Revision != legacyRev {
+				t.Fatalf("revision %s, want the legacy %s kept", out.Revision, legacyRev)
+			}
+			for i, s := range out.Servers {
+				if !apiequality.Semantic.DeepEqual(s.ConfigMap.Data, objs.ConfigMaps[i].Data) {
+					t.Errorf("%s: the ConfigMap would be rewritten", s.Name)
+				}
+				if got := render.TemplateRevisionOf(objs.StatefulSets[i]); got != s.TemplateRevision {
+					t.Errorf("%s: legacy template revision %q, target %q", s.Name, got, s.TemplateRevision)
+				}
+				// The target differs from the legacy template only by the
+				// annotation it lacks.
+				want := s.StatefulSet.Spec.Template.DeepCopy()
+				delete(want.Annotations, clusterv1beta1.AnnotationTemplateRevision)
+				if !apiequality.Semantic.DeepEqual(*want, objs.StatefulSets[i].Spec.Template) {
+					t.Errorf("%s: the template differs beyond the template-revision annotation", s.Name)
+				}
+			}
+
+			fresh, err := render.Render(render.Input{Cluster: objs.Cluster})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fresh.Revision == legacyRev {
+				t.Fatalf("without the running objects the revision is also %s: the test proves nothing", legacyRev)
+			}
+
+			changed := objs.Cluster.DeepCopy()
+			changed.Spec.Version = "2.15.1"
+			moved, err := render.Render(render.Input{Cluster: changed, Running: running})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if moved.Revision == legacyRev {
+				t.Errorf("a changed spec kept the legacy revision %s", legacyRev)
+			}
+		})
+	}
+}
+
+// The revision is kept only when every server's objects equal the target: one
+// server edited by hand, or missing, gives the computed revision.
+func TestARevisionIsKeptOnlyWhenEveryServerEqualsTheTarget(t *testing.T) {
+	objs, running := legacy(t, "jetstream-claim.yaml")
+	legacyRev := objs.Cluster.Status.Config.Revision
+	edited := append([]render.RunningServer(nil), running...)
+	sts := edited[1].StatefulSet.DeepCopy()
+	sts.Spec.Template.Spec.Containers[0].Image = "nats:2.15.1"
+	edited[1].StatefulSet = sts
+	missing := running[:2]
+	otherRev := append([]render.RunningServer(nil), running...)
+	otherRev[2].StatefulSet = withRestartRevision(running[2].StatefulSet, "0123456789")
+	for name, r := range map[string][]render.RunningServer{
+		"a template edited by hand": edited, "a server missing": missing, "a pod restarted for another revision": otherRev,
+	} {
+		out, err := render.Render(render.Input{Cluster: objs.Cluster, Running: r})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Revision == legacyRev {
+			t.Errorf("%s: kept the legacy revision", name)
+		}
+	}
+}
+
+func withRestartRevision(sts *appsv1.StatefulSet, rev string) *appsv1.StatefulSet {
+	c := sts.DeepCopy()
+	c.Spec.Template.Annotations[clusterv1beta1.AnnotationConfigRevision] = rev
+	return c
+}

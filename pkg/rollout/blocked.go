@@ -1,0 +1,60 @@
+package rollout
+
+import (
+	"fmt"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
+)
+
+// atTarget says a server's objects are at the target: its ConfigMap holds
+// the target config, its template is the target template, and its pod was
+// last restarted for the target config (the step that restarts it writes the
+// ConfigMap first). Whether the pod runs it is for the server to report.
+func (in *Input) atTarget(s ServerState) bool {
+	return s.Created && s.ConfigRevision == in.TargetRevision && s.RestartRevision == in.TargetRevision &&
+		s.TemplateRevision == s.TargetTemplateRevision
+}
+
+// blocked holds a target that cannot be computed or acted on.
+func blocked(b *Blocked) Decision {
+	msg := b.Message + "; no server was changed"
+	return finish(Decision{
+		Hold:        &Hold{Reason: b.Reason, Message: msg},
+		Progressing: condition(metav1.ConditionFalse, b.Reason, msg),
+	})
+}
+
+// unsupported holds a change no step can make, before any server is
+// touched or created, rather than half-making it:
+//   - fewer replicas: removing a server needs its JetStream peer removed
+//     first, which no step does yet;
+//   - another volume claim template: a StatefulSet's claim templates are
+//     immutable, so a restart would not apply it.
+func (p *planner) unsupported() (Decision, bool) {
+	msg := ""
+	if extra := p.in.ExtraServers; len(extra) > 0 {
+		n := len(p.servers)
+		msg = fmt.Sprintf("spec.replicas went down to %d but servers %s still run: removing servers is not supported yet; set spec.replicas back to %d",
+			n, strings.Join(extra, ", "), n+len(extra))
+	} else {
+		for _, s := range p.servers {
+			if s.Created && s.ClaimTemplateDiffers {
+				msg = fmt.Sprintf("spec.jetstream.volumeClaimTemplate differs from the claim server %s was created with, and a StatefulSet's claim templates cannot change: revert it, or recreate the NatsCluster (and its PersistentVolumeClaims) to use the new one",
+					s.Name)
+				break
+			}
+		}
+	}
+	if msg == "" {
+		return Decision{}, false
+	}
+	msg += "; no server was changed"
+	return finish(Decision{
+		Hold:        &Hold{Reason: clusterv1beta1.ReasonUnsupportedChange, Message: msg},
+		Changes:     p.changes,
+		Progressing: condition(metav1.ConditionFalse, clusterv1beta1.ReasonUnsupportedChange, msg),
+	}), true
+}

@@ -1,0 +1,141 @@
+package rollout
+
+import (
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
+)
+
+// Every fact render computes is compared by Classify: a fact added to
+// ConfigFacts (and render.Facts) that Classify ignores would roll one server
+// at a time unclassified.
+func TestClassifyComparesEveryFact(t *testing.T) {
+	base := authFacts(opA, sysA)
+	base.Accounts, base.Resolver, base.JetStreamDomain, base.ServerTags = []string{appA}, "full", "hub", []string{"az:1"}
+	typ := reflect.TypeFor[ConfigFacts]()
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		changed := base
+		v := reflect.ValueOf(&changed).Elem().Field(i)
+		switch v.Kind() {
+		case reflect.String:
+			v.SetString(v.String() + "x")
+		case reflect.Bool:
+			v.SetBool(!v.Bool())
+		case reflect.Int64:
+			v.SetInt(v.Int() + 1)
+		case reflect.Slice:
+			v.Set(reflect.ValueOf([]string{"other"}))
+		default:
+			t.Fatalf("ConfigFacts.%s has kind %s, which this test cannot change", f.Name, v.Kind())
+		}
+		if got := Classify(base, changed); len(got) == 0 {
+			t.Errorf("a change of ConfigFacts.%s alone is not classified", f.Name)
+		}
+	}
+}
+
+func TestPlanHoldsWhatNoStepCanMake(t *testing.T) {
+	tests := []struct {
+		name       string
+		in         Input
+		reason     string
+		message    string
+		wantCreate bool
+	}{
+		{
+			name:    "a reference that does not resolve holds with its reason and touches nothing",
+			in:      Input{Cluster: "demo", Blocked: &Blocked{Reason: clusterv1beta1.ReasonTrustNotFound, Message: "NatsOperatorTrust ns/t does not exist"}},
+			reason:  clusterv1beta1.ReasonTrustNotFound,
+			message: "NatsOperatorTrust ns/t does not exist; no server was changed",
+		},
+		{
+			name: "a spec render refuses is InvalidSpec, not an unsupported change",
+			in: cluster(3, func(in *Input) {
+				in.Blocked = &Blocked{Reason: clusterv1beta1.ReasonInvalidSpec, Message: "unknown access mode"}
+			}),
+			reason:  clusterv1beta1.ReasonInvalidSpec,
+			message: "unknown access mode; no server was changed",
+		},
+		{
+			name:    "fewer replicas while servers beyond them still run are held, naming them",
+			in:      cluster(1, func(in *Input) { in.ExtraServers = []string{"demo-1", "demo-2"} }),
+			reason:  clusterv1beta1.ReasonUnsupportedChange,
+			message: "spec.replicas went down to 1 but servers demo-1, demo-2 still run: removing servers is not supported yet; set spec.replicas back to 3; no server was changed",
+		},
+		{
+			name: "another claim template is held: claim templates are immutable",
+			in: cluster(3, func(in *Input) {
+				server(in, "demo-1").ClaimTemplateDiffers = true
+				in.Servers = append(in.Servers, ServerState{Name: "demo-3", Ordinal: 3})
+			}),
+			reason:  clusterv1beta1.ReasonUnsupportedChange,
+			message: "spec.jetstream.volumeClaimTemplate differs from the claim server demo-1 was created with",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := Plan(tt.in)
+			if d.Step != nil || len(d.Create) > 0 {
+				t.Fatalf("step %+v, create %v: a hold touches and creates nothing", d.Step, d.Create)
+			}
+			if d.Hold == nil || d.Hold.Reason != tt.reason || !d.Hold.Notify {
+				t.Fatalf("hold %+v, want a notifying hold with reason %s", d.Hold, tt.reason)
+			}
+			if d.Progressing.Status != metav1.ConditionFalse || d.Progressing.Reason != tt.reason || !strings.HasPrefix(d.Progressing.Message, tt.message) {
+				t.Errorf("Progressing %s %s %q, want False %s %q", d.Progressing.Status, d.Progressing.Reason, d.Progressing.Message, tt.reason, tt.message)
+			}
+			if d.Rollout != nil || d.Soon {
+				t.Errorf("rollout %+v, soon %v: a hold the user must release has no rollout in flight", d.Rollout, d.Soon)
+			}
+		})
+	}
+}
+
+func TestPlanCreatesServersNotCreatedYet(t *testing.T) {
+	in := cluster(3, func(in *Input) {
+		in.ConvergedRevision = ""
+		for i := range in.Servers {
+			objectsAt(&in.Servers[i], newRev)
+		}
+		in.Servers = append(in.Servers, ServerState{Name: "demo-4", Ordinal: 4}, ServerState{Name: "demo-3", Ordinal: 3})
+	})
+	d := Plan(in)
+	if want := []string{"demo-3", "demo-4"}; !slices.Equal(d.Create, want) {
+		t.Errorf("create %v, want %v", d.Create, want)
+	}
+	if d.Step != nil {
+		t.Errorf("step %+v", d.Step)
+	}
+}
+
+// A change of the template alone (resources, image) leaves the config
+// revision and still needs a restart of every server; a server whose pod was
+// restarted for the target but whose ConfigMap is not at it (a step cut
+// short by hand) is not taken as stepped.
+func TestPlanStepsServersWhoseTemplateOrConfigIsNotTheTarget(t *testing.T) {
+	t.Run("template only", func(t *testing.T) {
+		in := cluster(3, func(in *Input) {
+			in.TargetRevision, in.ConvergedRevision = oldRev, oldRev
+			for i := range in.Servers {
+				in.Servers[i].TemplateRevision, in.Servers[i].TargetTemplateRevision = "t1", "t2"
+			}
+		})
+		d := Plan(in)
+		if d.Step == nil || d.Step.Kind != RestartOne || !slices.Equal(d.Step.Servers, []string{"demo-2"}) {
+			t.Fatalf("step %+v, want RestartOne demo-2", d.Step)
+		}
+	})
+	t.Run("config not written", func(t *testing.T) {
+		in := cluster(3, stepped("demo-2"), func(in *Input) { server(in, "demo-2").ConfigRevision = oldRev })
+		d := Plan(in)
+		if d.Step == nil || !slices.Equal(d.Step.Servers, []string{"demo-2"}) {
+			t.Fatalf("step %+v, want demo-2 stepped again", d.Step)
+		}
+	})
+}
