@@ -33,19 +33,39 @@
 // (apiequality.Semantic) to the rendered one; a test checks this against a
 // real kube-apiserver.
 //
-// # The config revision
+// # The revisions
 //
-// The revision is the first 10 hex characters of a SHA-256 over, for every
-// server in ordinal order, its nats.conf rendered without the revision and
-// its StatefulSet spec without the revision annotation (JSON, whose maps
-// encoding/json sorts, with resource quantities in one canonical form so
-// that 1Gi and 1073741824 give the same revision). It is then written into every server's nats.conf as
-// server_metadata.config_revision and into every pod template as the
-// annotation cluster.nats-operator.io/config-revision. Services and the PDB
-// do not enter it: they never require a server to change. Server.ConfigDigest
-// and Server.TemplateDigest are the same kind of digest over one server's
-// config and StatefulSet spec alone, so a planner can tell which servers'
-// objects differ apart from the revision.
+// Each server has a template revision: the first 10 hex characters of a
+// SHA-256 over its StatefulSet spec without the two revision annotations
+// (JSON, whose maps encoding/json sorts, with resource quantities in one
+// canonical form so that 1Gi and 1073741824 give the same revision). It is
+// written into the pod template as cluster.nats-operator.io/template-revision;
+// TemplateRevisionOf reads it back (and computes it for a StatefulSet written
+// before the annotation existed).
+//
+// The config revision (Output.Revision) is a SHA-256 over, for every server
+// in ordinal order, its nats.conf rendered without the revision and its
+// template revision. It is written into every server's nats.conf as
+// server_metadata.config_revision (what the server reports in /varz, the
+// proof it runs the config) and into every pod template as
+// cluster.nats-operator.io/config-revision, the config the pod is restarted
+// for. A change of the config alone leaves the template revision alone, so a
+// config could be applied without a restart; Services and the PDB enter
+// neither revision.
+//
+// Input.Running are the servers' existing objects. When every server's
+// ConfigMap and StatefulSet equal the rendered ones apart from the revisions
+// and carry one config revision, that revision is kept: an upgrade of the
+// operator that computes revisions differently restarts no cluster.
+//
+// # Facts and reading configs back
+//
+// Server.Facts are the facts of the config the planner classifies (Facts,
+// identical to rollout.ConfigFacts). Every field of the rendered config is a
+// fact or on configFields' list of fields proven to roll one server at a
+// time; a test fails for a field that is neither. ReadConfig reads the facts
+// and revision of an existing server's nats.conf: the one place the format is
+// read back.
 //
 // # Rendered facts the controller and planner rely on
 //
@@ -64,8 +84,8 @@
 //     Before 2.11 js-meta-only does not exist and js-server-only meant what
 //     js-meta-only means now, so startup uses /healthz?js-server-only=true and
 //     readiness and liveness /healthz?js-enabled-only=true.
-//   - The revision is in every server's config, so any change changes every
-//     server's ConfigMap and pod template. Write a server's ConfigMap before
-//     its StatefulSet: the pod the StatefulSet restarts mounts the ConfigMap
-//     as it is then.
+//   - The config revision is in every server's config and pod template, so
+//     any change changes every server's ConfigMap and pod template. Write a
+//     server's ConfigMap before its StatefulSet: the pod the StatefulSet
+//     restarts mounts the ConfigMap as it is then.
 package render

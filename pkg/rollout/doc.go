@@ -12,43 +12,56 @@
 //
 // # Filling the Input (the controller's side)
 //
-//   - Cluster: the NatsCluster's name. TargetRevision: pkg/render's revision.
-//     Target: the facts of the rendered config (version, cluster name, the
-//     NATS operator's and system account's public keys from the trust, the
-//     accountTrustRefs' keys, JetStream on/domain/limits, server tags).
+//   - Cluster: the NatsCluster's name. TargetRevision: pkg/render's config
+//     revision. Target: render's Facts of the rendered config, converted
+//     (rollout.ConfigFacts(f)).
+//   - Blocked: set instead of a target when a reference of spec.auth does not
+//     resolve, render refuses the trust or the spec (InvalidSpec), or an
+//     object is in the way (ReconcileFailed).
+//   - ExtraServers: servers beyond spec.replicas that still have a
+//     StatefulSet.
 //   - ConvergedRevision: status.config.revision ("" until the cluster first
 //     converged).
-//   - Servers: one ServerState per server of the spec: TemplateRevision from
-//     the StatefulSet's pod template annotation
-//     cluster.nats-operator.io/config-revision ("" when the StatefulSet does
-//     not exist); PodExists/PodReady from the pod; Answered and
-//     ReportedRevision from the server's own report (/varz
+//   - Servers: one ServerState per server of the spec: Created when its
+//     StatefulSet exists; ConfigRevision from its ConfigMap (render.ReadConfig);
+//     RestartRevision from the pod template's config-revision annotation;
+//     TemplateRevision (render.TemplateRevisionOf) and TargetTemplateRevision
+//     (render's); ClaimTemplateDiffers; PodExists/PodReady from the pod;
+//     Answered and ReportedRevision from the server's own report (/varz
 //     server_metadata.config_revision); Running: the facts of the config in
 //     the server's ConfigMap (it changes only at the server's own step).
 //   - Observation: from pkg/observe's Snapshot: Observed (a Snapshot exists),
 //     Settled (the verdict that becomes the Settled condition), MetaLeader,
-//     MetaMembers, Streams (every stream in every account; $G for the global
-//     account).
+//     MetaMembers, MetaCurrent, Streams (every stream in every account; $G
+//     for the global account), Assets (streams and consumers with their
+//     current copies).
 //   - Previous: status.rollout as stored; Annotations: the NatsCluster's;
 //     Paused: spec.rollout.paused; Now: the sync's time.
 //
 // # Acting on the Decision
 //
-//   - Step RestartOne: update that server's ConfigMap and StatefulSet to the
-//     target and restart its pod; Event ServerRestarted. Step RestartAll:
-//     the same for every server together; Event ServersRestarted, and when
-//     ResetJetStream, Event JetStreamReset naming StreamsLeftBehind. Then
-//     return: one step per sync.
+//   - Create: create these servers' ConfigMap and StatefulSet at the target.
+//   - Step, by Kind: RestartOne: update that server's ConfigMap, then its
+//     StatefulSet, to the target and restart its pod; Event ServerRestarted.
+//     RestartAll: the same for every server together; Event
+//     ServersRestarted, and when ResetJetStream, Event JetStreamReset naming
+//     StreamsLeftBehind. Reload, RemoveServer, ReplaceServer are not planned
+//     yet; a controller refuses a kind it does not know. One step per sync.
 //   - Hold: touch no server. Its Reason and Message are the Progressing
-//     condition's; emit an Event only when the hold's reason changes.
+//     condition's; when Notify, emit an Event when the hold starts or changes
+//     reason, and when a hold whose reason Notifies ends.
 //   - ClearAnnotations: remove these one-shot annotations (after the step is
 //     applied, if there is one).
 //   - Rollout: write to status.rollout (nil clears it). Progressing: set it
 //     with observedGeneration and lastTransitionTime. When Progressing is
-//     UpToDate, set status.config.revision to TargetRevision.
+//     UpToDate, set status.config.revision to TargetRevision. Soon: look
+//     again within a second.
 //
 // Files:
 //   - plan.go: Plan and its state diagram.
+//   - blocked.go: the holds before any server is created or touched.
+//   - dataloss.go, stuck.go: restarts that would lose the only copy of a
+//     stream; a down server stepped through a closed gate.
 //   - changes.go: ConfigFacts, the change kinds and which of them split a
 //     cluster or reset JetStream (established by matrix_test.go against real
 //     nats-server processes).

@@ -1,13 +1,17 @@
 package rollout
 
 // The planner's states. Every sync starts at the top with what the cluster
-// shows (StatefulSet template revisions, pods, what each server reports, the
-// observed Snapshot) and status.rollout as last written; nothing else is
-// remembered between syncs.
+// shows (each server's ConfigMap, template and restart revisions, pods, what
+// each server reports, the observed Snapshot) and status.rollout as last
+// written; nothing else is remembered between syncs.
 //
+//	Blocked (reference, trust, spec, object in the way) ─> Hold with its reason (False; nothing created or touched)
+//	servers beyond spec.replicas, or a claim template ─────> Hold UnsupportedChange (False; nothing created or touched)
+//	   │ otherwise: servers not created yet go in Decision.Create (any state below)
+//	   ▼
 //	                     +-------------------------------+
 //	                     | which servers need a step?    |
-//	                     | (template revision != target) |
+//	                     | (objects not at the target)   |
 //	                     +-------------------------------+
 //	                      none |                 | some
 //	         +-----------------+                 v
@@ -46,6 +50,17 @@ package rollout
 //	                                  Step RestartOne: the next pending server, highest
 //	                                  ordinal first, the JetStream meta leader last (True
 //	                                  RollingRestart; it becomes current)
+//
+// Paths the diagram leaves implicit:
+//   - created but never converged (ConvergedRevision ""): Creating (True)
+//     until the gate opens with every server on the target, then UpToDate;
+//   - streams unknown (the observation failed) are treated as present: a
+//     change that resets JetStream needs restart-all=reset-jetstream;
+//   - a restart that would destroy the only current copy of a stream (no
+//     volume) holds with DataLossOnRestart (dataloss.go); a down server is
+//     stepped through a closed gate when the rest is settled (stuck.go);
+//   - restart-all or force-step with nothing left to act on are cleared
+//     (ClearAnnotations) on the way to UpToDate or the gate.
 //
 // No timeout ever opens the gate. Only the annotations, which the controller
 // clears once acted on (ClearAnnotations), push a step past it.
