@@ -62,14 +62,14 @@ func run() error {
 	}
 	defer node.Stop()
 
-	say("building and starting the operator as ServiceAccount nats-system/nats-operator")
-	op, err := startOperator(ctx, env, root, work)
+	say("building and starting the controller as ServiceAccount nats-system/nats-operator")
+	controller, err := startController(ctx, env, root, work)
 	if err != nil {
 		return err
 	}
 	defer func() {
-		_ = syscall.Kill(-op.Process.Pid, syscall.SIGTERM)
-		_ = op.Wait()
+		_ = syscall.Kill(-controller.Process.Pid, syscall.SIGTERM)
+		_ = controller.Wait()
 	}()
 
 	kube := kubernetes.NewForConfigOrDie(env.Config)
@@ -118,9 +118,9 @@ Pause it, or push one server through:
   kubectl -n nats annotate natscluster demo cluster.nats-operator.io/force-step=demo-1
 
 Clients: %s (pod addresses on loopback)
-Operator log: %s   Server logs: %s
+Controller log: %s   Server logs: %s
 Press Ctrl-C to stop everything.
-`, env.KubeconfigPath, env.KubectlPath(), podURLs(ctx, kube), filepath.Join(work, "operator.log"), filepath.Join(work, "node", "logs"))
+`, env.KubeconfigPath, env.KubectlPath(), podURLs(ctx, kube), filepath.Join(work, "controller.log"), filepath.Join(work, "node", "logs"))
 	<-ctx.Done()
 	say("stopping")
 	return nil
@@ -141,12 +141,14 @@ func podURLs(ctx context.Context, kube kubernetes.Interface) string {
 	return s
 }
 
-func startOperator(ctx context.Context, env *testenv.Env, root, work string) (*exec.Cmd, error) {
+// startController builds cmd/nats-operator and starts it as the
+// nats-system/nats-operator ServiceAccount, logging to controller.log.
+func startController(ctx context.Context, env *testenv.Env, root, work string) (*exec.Cmd, error) {
 	bin := filepath.Join(work, "nats-operator")
 	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/nats-operator")
 	build.Dir, build.Stdout, build.Stderr = root, os.Stdout, os.Stderr
 	if err := build.Run(); err != nil {
-		return nil, fmt.Errorf("building the operator: %w", err)
+		return nil, fmt.Errorf("building the controller: %w", err)
 	}
 	if err := framework.Apply(ctx, env.Config, "nats-system",
 		filepath.Join(root, "manifests", "namespace.yaml"), filepath.Join(root, "manifests", "rbac")); err != nil {
@@ -156,11 +158,11 @@ func startOperator(ctx context.Context, env *testenv.Env, root, work string) (*e
 	if err != nil {
 		return nil, err
 	}
-	kubeconfig := filepath.Join(work, "operator.kubeconfig")
+	kubeconfig := filepath.Join(work, "controller.kubeconfig")
 	if err := testenv.WriteKubeconfig(kubeconfig, cfg); err != nil {
 		return nil, err
 	}
-	logf, err := os.Create(filepath.Join(work, "operator.log"))
+	logf, err := os.Create(filepath.Join(work, "controller.log"))
 	if err != nil {
 		return nil, err
 	}

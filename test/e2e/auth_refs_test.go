@@ -82,7 +82,7 @@ func TestBadAuthReferencesHoldAndPlainRestartAllCompletes(t *testing.T) {
 	t.Logf("missing credentials Secret: %s", progressingMessage(nc))
 	holdsStill(ctx, t, s, "nats", clusterv1beta1.ReasonCredentialsNotFound, 5*time.Second)
 
-	// The Secret back, but the account trust is issued by another operator.
+	// The Secret back, but the account trust is issued by another NATS operator.
 	s.ApplyExampleFiltered(ctx, t, "nats", "natscluster-auth.yaml", onlyKinds("Secret"))
 	at, err := trusts.NatsAccountTrusts("nats").Get(ctx, "demo-app", metav1.GetOptions{})
 	if err != nil {
@@ -95,7 +95,7 @@ func TestBadAuthReferencesHoldAndPlainRestartAllCompletes(t *testing.T) {
 		t.Fatal(err)
 	}
 	nc = waitProgressing(ctx, t, s, "nats", metav1.ConditionFalse, clusterv1beta1.ReasonAccountTrustInvalid, 10*time.Second)
-	t.Logf("account trust issued by another operator: %s", progressingMessage(nc))
+	t.Logf("account trust issued by another NATS operator: %s", progressingMessage(nc))
 	holdsStill(ctx, t, s, "nats", clusterv1beta1.ReasonAccountTrustInvalid, 5*time.Second)
 
 	// Fixed: the change proceeds to the AuthChangeBlocked hold.

@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nats-operator/nats-operator/internal/poll"
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
 	"github.com/nats-operator/nats-operator/test/framework"
 )
@@ -25,12 +26,12 @@ import (
 func waitProgressing(ctx context.Context, t *testing.T, s *framework.Stack, ns string, status metav1.ConditionStatus, reason string, timeout time.Duration) *clusterv1beta1.NatsCluster {
 	t.Helper()
 	var nc *clusterv1beta1.NatsCluster
-	framework.Eventually(t, timeout, 100*time.Millisecond, "Progressing "+reason, func() (bool, string) {
+	poll.Eventually(t, timeout, 100*time.Millisecond, "Progressing "+reason, func() error {
 		var err error
 		if nc, err = s.Cluster(ctx, ns, "demo"); err != nil {
-			return false, err.Error()
+			return err
 		}
-		return framework.ConditionIs(nc, clusterv1beta1.ConditionProgressing, status, reason)
+		return framework.CheckCondition(nc, clusterv1beta1.ConditionProgressing, status, reason)
 	})
 	return nc
 }
@@ -102,8 +103,8 @@ func holdsStill(ctx context.Context, t *testing.T, s *framework.Stack, ns, reaso
 			{clusterv1beta1.ConditionReady, clusterv1beta1.ReasonAllServersReady, metav1.ConditionTrue},
 			{clusterv1beta1.ConditionSettled, clusterv1beta1.ReasonAllGroupsCurrent, metav1.ConditionTrue},
 		} {
-			if ok, msg := framework.ConditionIs(nc, c.typ, c.st, c.reason); !ok {
-				t.Fatalf("while held: %s", msg)
+			if err := framework.CheckCondition(nc, c.typ, c.st, c.reason); err != nil {
+				t.Fatalf("while held: %v", err)
 			}
 		}
 		time.Sleep(time.Second)
@@ -172,10 +173,15 @@ func TestAddingAuthToARunningCluster(t *testing.T) {
 
 	// 2. Plain restart-all is not enough while streams would be left behind.
 	patchCluster(ctx, t, s, fmt.Sprintf(`{"metadata":{"annotations":{%q:""}}}`, clusterv1beta1.AnnotationRestartAll))
-	framework.Eventually(t, 10*time.Second, 100*time.Millisecond, "the hold to say reset-jetstream is needed", func() (bool, string) {
-		nc, _ = s.Cluster(ctx, "nats", "demo")
-		m := progressingMessage(nc)
-		return strings.Contains(m, "without "+clusterv1beta1.RestartAllResetJetStream+" is not acted on"), m
+	poll.Eventually(t, 10*time.Second, 100*time.Millisecond, "the hold to say reset-jetstream is needed", func() error {
+		var err error
+		if nc, err = s.Cluster(ctx, "nats", "demo"); err != nil {
+			return err
+		}
+		if m := progressingMessage(nc); !strings.Contains(m, "without "+clusterv1beta1.RestartAllResetJetStream+" is not acted on") {
+			return fmt.Errorf("Progressing says %q", m)
+		}
+		return nil
 	})
 	t.Logf("plain restart-all: %s", progressingMessage(nc))
 	requireContains(t, "message", progressingMessage(nc), "JetStream will start empty because the system account changes")
@@ -229,16 +235,21 @@ func TestAddingAuthToARunningCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond)
 	leader := nc.Status.JetStream.MetaLeader
 	framework.CreateStream(ctx, t, appJS, "ORDERS", 3)
 	pub := framework.StartPublisher(ctx, appJS, "ORDERS.new")
 	time.Sleep(2 * time.Second)
 	patchCluster(ctx, t, s, `{"spec":{"version":"2.15.1"}}`)
 	s.WaitSettledUpToDate(ctx, t, "nats", "demo", 10*time.Minute)
-	framework.Eventually(t, time.Minute, 250*time.Millisecond, "every server on 2.15.1", func() (bool, string) {
-		got, _ := s.Cluster(ctx, "nats", "demo")
-		return got.Status.Version == "2.15.1", fmt.Sprintf("%+v", got.Status.Servers)
+	poll.Eventually(t, time.Minute, 250*time.Millisecond, "every server on 2.15.1", func() error {
+		got, err := s.Cluster(ctx, "nats", "demo")
+		if err != nil {
+			return err
+		}
+		if got.Status.Version != "2.15.1" {
+			return fmt.Errorf("status.servers %+v", got.Status.Servers)
+		}
+		return nil
 	})
 	tr.Stop()
 	verifyNoLoss(ctx, t, s, pub, nats.UserCredentials(creds))
@@ -260,7 +271,7 @@ func TestAddingAuthToARunningCluster(t *testing.T) {
 	plain.Close()
 	t.Log("auth removed with restart-all=reset-jetstream; clients connect without credentials again")
 
-	// 8. No secret material in the operator's log, the Events or the status.
+	// 8. No secret material in the controller's log, the Events or the status.
 	var secrets []string
 	for _, name := range []string{"demo-system-creds", "demo-app-creds"} {
 		sec, err := s.Kube.CoreV1().Secrets("nats").Get(ctx, name, metav1.GetOptions{})
@@ -274,8 +285,8 @@ func TestAddingAuthToARunningCluster(t *testing.T) {
 	evb, _ := json.Marshal(all)
 	final, _ := s.Cluster(ctx, "nats", "demo")
 	stb, _ := json.Marshal(final.Status)
-	logb, _ := os.ReadFile(s.Operator.LogPath)
-	for what, text := range map[string]string{"operator log": string(logb), "events": string(evb), "status": string(stb)} {
+	logb, _ := os.ReadFile(s.Controller.LogPath)
+	for what, text := range map[string]string{"controller log": string(logb), "events": string(evb), "status": string(stb)} {
 		for _, sec := range secrets {
 			if strings.Contains(text, sec) {
 				t.Errorf("secret material %.12s... appears in the %s", sec, what)

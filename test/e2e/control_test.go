@@ -11,7 +11,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 
+	"github.com/nats-operator/nats-operator/internal/poll"
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
 	"github.com/nats-operator/nats-operator/test/framework"
 )
@@ -20,9 +23,11 @@ import (
 func waitDeletions(t *testing.T, tr *framework.Tracker, n int, timeout time.Duration) []framework.PodEvent {
 	t.Helper()
 	var d []framework.PodEvent
-	framework.Eventually(t, timeout, 50*time.Millisecond, fmt.Sprintf("%d restarts", n), func() (bool, string) {
-		d = tr.Deletions()
-		return len(d) >= n, fmt.Sprintf("%d so far", len(d))
+	poll.Eventually(t, timeout, 50*time.Millisecond, fmt.Sprintf("%d restarts", n), func() error {
+		if d = tr.Deletions(); len(d) < n {
+			return fmt.Errorf("%d so far", len(d))
+		}
+		return nil
 	})
 	return d
 }
@@ -50,19 +55,18 @@ func TestPauseAndForceStep(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tr.Stop()
-	time.Sleep(300 * time.Millisecond)
 
 	patchCluster(ctx, t, s, `{"spec":{"version":"2.15.2"}}`)
 	first := waitDeletions(t, tr, 1, 2*time.Minute)[0]
 	patchCluster(ctx, t, s, `{"spec":{"rollout":{"paused":true}}}`)
 	t.Logf("paused right after the first step (%s)", first.Pod)
 
-	framework.Eventually(t, time.Minute, 250*time.Millisecond, "Progressing RolloutPaused", func() (bool, string) {
+	poll.Eventually(t, time.Minute, 250*time.Millisecond, "Progressing RolloutPaused", func() error {
 		nc, err := s.Cluster(ctx, "nats", "demo")
 		if err != nil {
-			return false, err.Error()
+			return err
 		}
-		return framework.ConditionIs(nc, clusterv1beta1.ConditionProgressing, metav1.ConditionTrue, clusterv1beta1.ReasonRolloutPaused)
+		return framework.CheckCondition(nc, clusterv1beta1.ConditionProgressing, metav1.ConditionTrue, clusterv1beta1.ReasonRolloutPaused)
 	})
 	pausedAt := time.Now()
 	for time.Since(pausedAt) < 60*time.Second {
@@ -71,8 +75,8 @@ func TestPauseAndForceStep(t *testing.T) {
 		}
 		nc, err := s.Cluster(ctx, "nats", "demo")
 		if err == nil {
-			if ok, msg := framework.ConditionIs(nc, clusterv1beta1.ConditionProgressing, metav1.ConditionTrue, clusterv1beta1.ReasonRolloutPaused); !ok {
-				t.Fatalf("while paused: %s", msg)
+			if err := framework.CheckCondition(nc, clusterv1beta1.ConditionProgressing, metav1.ConditionTrue, clusterv1beta1.ReasonRolloutPaused); err != nil {
+				t.Fatalf("while paused: %v", err)
 			}
 		}
 		time.Sleep(time.Second)
@@ -95,13 +99,15 @@ func TestPauseAndForceStep(t *testing.T) {
 	if got := d[1].Pod; got != next+"-0" {
 		t.Errorf("force-step %s restarted %s", next, got)
 	}
-	framework.Eventually(t, 30*time.Second, 250*time.Millisecond, "the force-step annotation to be removed", func() (bool, string) {
+	poll.Eventually(t, 30*time.Second, 250*time.Millisecond, "the force-step annotation to be removed", func() error {
 		nc, err := s.Cluster(ctx, "nats", "demo")
 		if err != nil {
-			return false, err.Error()
+			return err
 		}
-		v, ok := nc.Annotations[clusterv1beta1.AnnotationForceStep]
-		return !ok, "still " + v
+		if v, ok := nc.Annotations[clusterv1beta1.AnnotationForceStep]; ok {
+			return fmt.Errorf("still %q", v)
+		}
+		return nil
 	})
 	time.Sleep(5 * time.Second)
 	if d := tr.Deletions(); len(d) != 2 {
@@ -114,10 +120,10 @@ func TestPauseAndForceStep(t *testing.T) {
 	checkRestartedOnce(t, tr)
 }
 
-// The operator killed with SIGKILL between two steps, and again right after
-// a step's write, completes the rollout when restarted, and every server is
-// restarted exactly once.
-func TestOperatorCrashMidRollout(t *testing.T) {
+// The controller killed with SIGKILL between two steps, and again right
+// after a step's write, completes the rollout when restarted, and every
+// server is restarted exactly once.
+func TestControllerCrashMidRollout(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	s := framework.StartStack(ctx, t)
@@ -129,21 +135,34 @@ func TestOperatorCrashMidRollout(t *testing.T) {
 	}
 	defer tr.Stop()
 
-	// Kill the operator the moment the second server's StatefulSet template
-	// is written: right after a step's write, before anything else.
-	w, err := s.Kube.AppsV1().StatefulSets("nats").Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + order[1]})
+	// Kill the controller the moment the second server's StatefulSet
+	// template is written: right after a step's write, before anything else.
+	// The watch starts at the resourceVersion of a list made now, so it sees
+	// every later write however long it takes to open (and reopens after an
+	// expiry).
+	sets := s.Kube.AppsV1().StatefulSets("nats")
+	byName := "metadata.name=" + order[1]
+	list, err := sets.List(ctx, metav1.ListOptions{FieldSelector: byName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, &cache.ListWatch{
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = byName
+			return sets.Watch(ctx, o)
+		},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Stop()
-	time.Sleep(300 * time.Millisecond)
 
 	patchCluster(ctx, t, s, `{"spec":{"version":"2.15.2"}}`)
 	waitDeletions(t, tr, 1, 2*time.Minute)
-	s.Operator.Kill()
-	t.Logf("killed the operator between steps (after %s)", order[0])
+	s.Controller.Kill()
+	t.Logf("killed the controller between steps (after %s)", order[0])
 	time.Sleep(3 * time.Second)
-	s.Operator.Start()
+	s.Controller.Start()
 
 	oldRev := nc.Status.Config.Revision
 	killed := false
@@ -156,9 +175,9 @@ func TestOperatorCrashMidRollout(t *testing.T) {
 			continue
 		}
 		if rev := sts.Spec.Template.Annotations[clusterv1beta1.AnnotationConfigRevision]; rev != "" && rev != oldRev {
-			s.Operator.Kill()
+			s.Controller.Kill()
 			killed = true
-			t.Logf("killed the operator right after it wrote %s's template (revision %s)", order[1], rev)
+			t.Logf("killed the controller right after it wrote %s's template (revision %s)", order[1], rev)
 			break
 		}
 	}
@@ -166,12 +185,18 @@ func TestOperatorCrashMidRollout(t *testing.T) {
 		t.Fatal("did not see the second step's write")
 	}
 	time.Sleep(3 * time.Second)
-	s.Operator.Start()
+	s.Controller.Start()
 
 	s.WaitSettledUpToDate(ctx, t, "nats", "demo", 5*time.Minute)
-	framework.Eventually(t, time.Minute, 250*time.Millisecond, "every server on 2.15.2", func() (bool, string) {
-		got, _ := s.Cluster(ctx, "nats", "demo")
-		return got.Status.Version == "2.15.2", fmt.Sprintf("%+v", got.Status.Servers)
+	poll.Eventually(t, time.Minute, 250*time.Millisecond, "every server on 2.15.2", func() error {
+		got, err := s.Cluster(ctx, "nats", "demo")
+		if err != nil {
+			return err
+		}
+		if got.Status.Version != "2.15.2" {
+			return fmt.Errorf("status.servers %+v", got.Status.Servers)
+		}
+		return nil
 	})
 	time.Sleep(3 * time.Second)
 	tr.Stop()
@@ -198,16 +223,16 @@ func TestNameCollisionIsReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.ApplyExample(ctx, t, "nats", "natscluster-jetstream.yaml", nil)
-	framework.Eventually(t, time.Minute, 250*time.Millisecond, "Progressing ReconcileFailed", func() (bool, string) {
+	poll.Eventually(t, time.Minute, 250*time.Millisecond, "Progressing ReconcileFailed", func() error {
 		nc, err := s.Cluster(ctx, "nats", "demo")
 		if err != nil {
-			return false, err.Error()
+			return err
 		}
-		ok, msg := framework.ConditionIs(nc, clusterv1beta1.ConditionProgressing, metav1.ConditionFalse, clusterv1beta1.ReasonReconcileFailed)
-		if ok {
-			t.Logf("Progressing: %s", framework.Conditions(nc))
+		if err := framework.CheckCondition(nc, clusterv1beta1.ConditionProgressing, metav1.ConditionFalse, clusterv1beta1.ReasonReconcileFailed); err != nil {
+			return err
 		}
-		return ok, msg
+		t.Logf("Progressing: %s", framework.Conditions(nc))
+		return nil
 	})
 	nc, _ := s.Cluster(ctx, "nats", "demo")
 	for _, c := range nc.Status.Conditions {

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/nats-operator/nats-operator/internal/poll"
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
 	"github.com/nats-operator/nats-operator/test/framework"
 )
@@ -67,13 +69,13 @@ func TestEphemeralStoreHoldsBeforeDestroyingTheOnlyCopy(t *testing.T) {
 
 	patchCluster(ctx, t, s, `{"spec":{"version":"2.15.1"}}`)
 	var held *clusterv1beta1.NatsCluster
-	framework.Eventually(t, 3*time.Minute, 250*time.Millisecond, "Progressing=False DataLossOnRestart", func() (bool, string) {
+	poll.Eventually(t, 3*time.Minute, 250*time.Millisecond, "Progressing=False DataLossOnRestart", func() error {
 		c, err := s.Cluster(ctx, "nats", "demo")
 		if err != nil {
-			return false, err.Error()
+			return err
 		}
 		held = c
-		return framework.ConditionIs(c, clusterv1beta1.ConditionProgressing, metav1.ConditionFalse, clusterv1beta1.ReasonDataLossOnRestart)
+		return framework.CheckCondition(c, clusterv1beta1.ConditionProgressing, metav1.ConditionFalse, clusterv1beta1.ReasonDataLossOnRestart)
 	})
 	msg := conditionOf(held, clusterv1beta1.ConditionProgressing).Message
 	t.Logf("held: %s", msg)
@@ -118,9 +120,15 @@ func TestEphemeralStoreHoldsBeforeDestroyingTheOnlyCopy(t *testing.T) {
 	nc = s.WaitSettledUpToDate(ctx, t, "nats", "demo", 4*time.Minute)
 	t.Logf("ONE raised to R3: rollout done %s later: %s", time.Since(released).Round(time.Millisecond), framework.Conditions(nc))
 	for _, name := range []string{"ONE", "THREE"} {
-		framework.Eventually(t, time.Minute, 500*time.Millisecond, name+" holds 100 messages", func() (bool, string) {
+		poll.Eventually(t, time.Minute, 500*time.Millisecond, name+" holds 100 messages", func() error {
 			_, n, err := streamState(ctx, js, name)
-			return err == nil && n == 100, fmt.Sprintf("%d messages (%v)", n, err)
+			if err != nil {
+				return err
+			}
+			if n != 100 {
+				return fmt.Errorf("%d messages", n)
+			}
+			return nil
 		})
 	}
 	t.Logf("after: ONE and THREE hold 100 messages each, lost 0")
@@ -132,19 +140,18 @@ func TestEphemeralStoreHoldsBeforeDestroyingTheOnlyCopy(t *testing.T) {
 	}
 	patchCluster(ctx, t, s, `{"spec":{"version":"2.15.2"}}`)
 	sawHold := false
-	framework.Eventually(t, 4*time.Minute, 250*time.Millisecond, "the R3-only rollout to finish", func() (bool, string) {
+	poll.Eventually(t, 4*time.Minute, 250*time.Millisecond, "the R3-only rollout to finish", func() error {
 		c, err := s.Cluster(ctx, "nats", "demo")
 		if err != nil {
-			return false, err.Error()
+			return err
 		}
-		if ok, _ := framework.ConditionIs(c, clusterv1beta1.ConditionProgressing, metav1.ConditionFalse, clusterv1beta1.ReasonDataLossOnRestart); ok {
+		if framework.CheckCondition(c, clusterv1beta1.ConditionProgressing, metav1.ConditionFalse, clusterv1beta1.ReasonDataLossOnRestart) == nil {
 			sawHold = true
 		}
 		if c.Status.Version != "2.15.2" {
-			return false, "status.version " + c.Status.Version
+			return errors.New("status.version " + c.Status.Version)
 		}
-		ok, msg := framework.ConditionIs(c, clusterv1beta1.ConditionProgressing, metav1.ConditionFalse, clusterv1beta1.ReasonUpToDate)
-		return ok, msg
+		return framework.CheckCondition(c, clusterv1beta1.ConditionProgressing, metav1.ConditionFalse, clusterv1beta1.ReasonUpToDate)
 	})
 	tracker.Stop()
 	if sawHold {
@@ -152,9 +159,15 @@ func TestEphemeralStoreHoldsBeforeDestroyingTheOnlyCopy(t *testing.T) {
 	}
 	t.Logf("R3-only rollout: restart order %v, no hold", tracker.RestartOrder())
 	for _, name := range []string{"ONE", "THREE"} {
-		framework.Eventually(t, time.Minute, 500*time.Millisecond, name+" holds 100 messages", func() (bool, string) {
+		poll.Eventually(t, time.Minute, 500*time.Millisecond, name+" holds 100 messages", func() error {
 			_, n, err := streamState(ctx, js, name)
-			return err == nil && n == 100, fmt.Sprintf("%d messages (%v)", n, err)
+			if err != nil {
+				return err
+			}
+			if n != 100 {
+				return fmt.Errorf("%d messages", n)
+			}
+			return nil
 		})
 	}
 	t.Logf("after the R3-only rollout: ONE and THREE hold 100 messages each, lost 0")

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -13,17 +14,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/nats-operator/nats-operator/internal/poll"
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
 	versioned "github.com/nats-operator/nats-operator/pkg/generated/clientset/versioned"
 	"github.com/nats-operator/nats-operator/test/framework"
 	"github.com/nats-operator/nats-operator/test/testenv"
 )
 
-// The operator, running with only the permissions of manifests/rbac, takes
+// The controller, running with only the permissions of manifests/rbac, takes
 // the Lease, serves health and metrics, creates the Services and the PDB of
 // a new NatsCluster with owner references, fills status, and leaves the
 // owned objects to the garbage collector when the cluster is deleted.
-func TestOperatorInstallsWithLeastPrivilege(t *testing.T) {
+func TestControllerInstallsWithLeastPrivilege(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	env := testenv.Start(t, testenv.Options{ControllerManager: true})
@@ -31,31 +33,33 @@ func TestOperatorInstallsWithLeastPrivilege(t *testing.T) {
 	nats := versioned.NewForConfigOrDie(env.Config)
 
 	begin := time.Now()
-	op := framework.StartOperator(ctx, t, env)
-	t.Logf("operator started as nats-system/nats-operator after %s", time.Since(begin).Round(time.Millisecond))
+	controller := framework.StartController(ctx, t, env)
+	t.Logf("controller started as nats-system/nats-operator after %s", time.Since(begin).Round(time.Millisecond))
 
-	framework.Eventually(t, time.Minute, 200*time.Millisecond, "/healthz and /readyz to answer 200", func() (bool, string) {
+	poll.Eventually(t, time.Minute, 200*time.Millisecond, "/healthz and /readyz to answer 200", func() error {
 		for _, p := range []string{"/healthz", "/readyz"} {
-			code, body, err := framework.Get(op.HealthURL + p)
+			code, body, err := framework.Get(controller.HealthURL + p)
 			if err != nil || code != 200 {
-				return false, fmt.Sprintf("%s: %d %q %v", p, code, body, err)
+				return fmt.Errorf("%s: %d %q %v", p, code, body, err)
 			}
 		}
-		return true, ""
+		return nil
 	})
-	framework.Eventually(t, time.Minute, 200*time.Millisecond, "the Lease to be held", func() (bool, string) {
+	poll.Eventually(t, time.Minute, 200*time.Millisecond, "the Lease to be held", func() error {
 		lease, err := kube.CoordinationV1().Leases("nats-system").Get(ctx, "nats-operator", metav1.GetOptions{})
 		if err != nil {
-			return false, err.Error()
+			return err
 		}
 		if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
-			return false, "no holder"
+			return errors.New("no holder")
 		}
-		return true, ""
+		return nil
 	})
-	framework.Eventually(t, 30*time.Second, 200*time.Millisecond, `workqueue_depth{name="natscluster"} on /metrics`, func() (bool, string) {
-		_, ok := op.Metric("workqueue_depth", `name="natscluster"`)
-		return ok, "metric not exposed"
+	poll.Eventually(t, 30*time.Second, 200*time.Millisecond, `workqueue_depth{name="natscluster"} on /metrics`, func() error {
+		if _, ok := controller.Metric("workqueue_depth", `name="natscluster"`); !ok {
+			return errors.New("metric not exposed")
+		}
+		return nil
 	})
 
 	t.Logf("Lease held, /healthz and /readyz 200, workqueue metrics exposed after %s", time.Since(begin).Round(time.Millisecond))
@@ -77,39 +81,39 @@ func TestOperatorInstallsWithLeastPrivilege(t *testing.T) {
 		}
 		return nil
 	}
-	framework.Eventually(t, time.Minute, 200*time.Millisecond, "Services and PDB with owner references", func() (bool, string) {
+	poll.Eventually(t, time.Minute, 200*time.Millisecond, "Services and PDB with owner references", func() error {
 		for _, name := range []string{"demo", "demo-headless"} {
 			svc, err := kube.CoreV1().Services("apps").Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
-				return false, err.Error()
+				return err
 			}
 			if err := owned(svc); err != nil {
-				return false, err.Error()
+				return err
 			}
 		}
 		pdb, err := kube.PolicyV1().PodDisruptionBudgets("apps").Get(ctx, "demo", metav1.GetOptions{})
 		if err != nil {
-			return false, err.Error()
+			return err
 		}
 		if pdb.Spec.MaxUnavailable == nil || pdb.Spec.MaxUnavailable.IntValue() != 1 {
-			return false, fmt.Sprintf("PDB maxUnavailable %v, want 1", pdb.Spec.MaxUnavailable)
+			return fmt.Errorf("PDB maxUnavailable %v, want 1", pdb.Spec.MaxUnavailable)
 		}
 		if err := owned(pdb); err != nil {
-			return false, err.Error()
+			return err
 		}
-		return true, ""
+		return nil
 	})
-	framework.Eventually(t, time.Minute, 200*time.Millisecond, "status.endpoints and observedGeneration", func() (bool, string) {
+	poll.Eventually(t, time.Minute, 200*time.Millisecond, "status.endpoints and observedGeneration", func() error {
 		got, err := nats.ClusterV1beta1().NatsClusters("apps").Get(ctx, "demo", metav1.GetOptions{})
 		if err != nil {
-			return false, err.Error()
+			return err
 		}
 		st := got.Status
 		if st.ObservedGeneration != got.Generation || st.Endpoints == nil ||
 			st.Endpoints.Client != "nats://demo.apps.svc:4222" || st.Endpoints.Monitor != "http://demo-headless.apps.svc:8222" {
-			return false, fmt.Sprintf("status %+v endpoints %+v", st, st.Endpoints)
+			return fmt.Errorf("status %+v endpoints %+v", st, st.Endpoints)
 		}
-		return true, ""
+		return nil
 	})
 	headless, _ := kube.CoreV1().Services("apps").Get(ctx, "demo-headless", metav1.GetOptions{})
 	if headless.Spec.ClusterIP != corev1.ClusterIPNone || !headless.Spec.PublishNotReadyAddresses {
@@ -120,16 +124,16 @@ func TestOperatorInstallsWithLeastPrivilege(t *testing.T) {
 	if err := nats.ClusterV1beta1().NatsClusters("apps").Delete(ctx, "demo", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	framework.Eventually(t, time.Minute, 200*time.Millisecond, "the garbage collector to remove the owned objects", func() (bool, string) {
+	poll.Eventually(t, time.Minute, 200*time.Millisecond, "the garbage collector to remove the owned objects", func() error {
 		for _, name := range []string{"demo", "demo-headless"} {
 			if _, err := kube.CoreV1().Services("apps").Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-				return false, "Service " + name + " still there"
+				return errors.New("Service " + name + " still there")
 			}
 		}
 		if _, err := kube.PolicyV1().PodDisruptionBudgets("apps").Get(ctx, "demo", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-			return false, "PDB still there"
+			return errors.New("PDB still there")
 		}
-		return true, ""
+		return nil
 	})
 
 	t.Logf("garbage collected after %s", time.Since(begin).Round(time.Millisecond))
@@ -143,25 +147,25 @@ func TestOperatorInstallsWithLeastPrivilege(t *testing.T) {
 	if err := framework.Apply(ctx, env.Config, "nats-system", filepath.Join(root, "manifests", "operator.yaml")); err != nil {
 		t.Fatal(err)
 	}
-	framework.Eventually(t, time.Minute, 200*time.Millisecond, "the controller Deployment's pods to be admitted", func() (bool, string) {
+	poll.Eventually(t, time.Minute, 200*time.Millisecond, "the controller Deployment's pods to be admitted", func() error {
 		pods, err := kube.CoreV1().Pods("nats-system").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=nats-operator"})
 		if err != nil {
-			return false, err.Error()
+			return err
 		}
 		if len(pods.Items) == 2 {
-			return true, ""
+			return nil
 		}
 		ev, _ := kube.CoreV1().Events("nats-system").List(ctx, metav1.ListOptions{})
 		msgs := ""
 		for _, e := range ev.Items {
 			msgs += e.Reason + ": " + e.Message + "; "
 		}
-		return false, fmt.Sprintf("%d pods; events: %s", len(pods.Items), msgs)
+		return fmt.Errorf("%d pods; events: %s", len(pods.Items), msgs)
 	})
 
 	// SIGTERM: the workers drain, then the Lease is released (its holder
 	// cleared), so a standby takes over at once instead of after it expires.
-	op.Stop()
+	controller.Stop()
 	lease, err := kube.CoordinationV1().Leases("nats-system").Get(ctx, "nats-operator", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -169,19 +173,19 @@ func TestOperatorInstallsWithLeastPrivilege(t *testing.T) {
 	if h := lease.Spec.HolderIdentity; h != nil && *h != "" {
 		t.Errorf("after SIGTERM the Lease is still held by %q", *h)
 	}
-	log := op.Log()
+	log := controller.Log()
 	drained, released := strings.Index(log, "Workers stopped"), strings.Index(log, "Stopped leading")
 	if drained < 0 || released < 0 || drained > released {
 		t.Errorf("want the workers drained (at %d) before the lease is released (at %d) on SIGTERM", drained, released)
 	}
 
 	// A permission missing from manifests/rbac shows as a forbidden error in
-	// the operator's log (informers that cannot list, events that cannot be
+	// the controller's log (informers that cannot list, events that cannot be
 	// written); none may appear.
 	if strings.Contains(log, "forbidden") {
 		for _, l := range strings.Split(log, "\n") {
 			if strings.Contains(l, "forbidden") {
-				t.Errorf("operator hit an RBAC denial: %s", l)
+				t.Errorf("the controller hit an RBAC denial: %s", l)
 			}
 		}
 	}

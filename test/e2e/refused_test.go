@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -15,13 +17,15 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
+	"github.com/nats-operator/nats-operator/internal/poll"
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
 	"github.com/nats-operator/nats-operator/test/framework"
 )
 
-// quickstart is the earlier operator's quickstart NatsCluster, unchanged but
-// for its apiVersion and a version the local node has (2.15.2 for 2.15.0):
-// its claim template names no accessModes (that operator defaulted them).
+// quickstart is the earlier controller's quickstart NatsCluster, unchanged
+// but for its apiVersion and a version the local node has (2.15.2 for
+// 2.15.0): its claim template names no accessModes (that controller
+// defaulted them).
 const quickstart = `
 apiVersion: cluster.nats-operator.io/v1beta1
 kind: NatsCluster
@@ -42,7 +46,7 @@ spec:
             storage: 10Gi
 `
 
-// The earlier operator's quickstart, whose claim template has no
+// The earlier controller's quickstart, whose claim template has no
 // accessModes, runs: they default to ReadWriteOnce.
 func TestQuickstartWithoutAccessModesRuns(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -112,9 +116,11 @@ func TestRefusedWriteIsReportedAndFixingItProceeds(t *testing.T) {
 	}
 	// The policy takes effect once the API server's informer has it: wait
 	// until a dry-run StatefulSet of 4Gi is denied.
-	framework.Eventually(t, 30*time.Second, 200*time.Millisecond, "the policy denies a 4Gi StatefulSet", func() (bool, string) {
-		err := dryRunStatefulSet(ctx, s, "4Gi")
-		return err != nil && strings.Contains(err.Error(), policyMessage), "not denied yet"
+	poll.Eventually(t, 30*time.Second, 200*time.Millisecond, "the policy denies a 4Gi StatefulSet", func() error {
+		if err := dryRunStatefulSet(ctx, s, "4Gi"); err == nil || !strings.Contains(err.Error(), policyMessage) {
+			return fmt.Errorf("not denied yet (%v)", err)
+		}
+		return nil
 	})
 
 	applied := time.Now()
@@ -122,13 +128,13 @@ func TestRefusedWriteIsReportedAndFixingItProceeds(t *testing.T) {
 		_ = unstructured.SetNestedField(o.Object, "4Gi", "spec", "resources", "limits", "memory")
 	})
 	var held *clusterv1beta1.NatsCluster
-	framework.Eventually(t, 5*time.Second, 100*time.Millisecond, "Progressing=False ReconcileFailed", func() (bool, string) {
+	poll.Eventually(t, 5*time.Second, 100*time.Millisecond, "Progressing=False ReconcileFailed", func() error {
 		nc, err := s.Cluster(ctx, "nats", "demo")
 		if err != nil {
-			return false, err.Error()
+			return err
 		}
 		held = nc
-		return framework.ConditionIs(nc, clusterv1beta1.ConditionProgressing, metav1.ConditionFalse, clusterv1beta1.ReasonReconcileFailed)
+		return framework.CheckCondition(nc, clusterv1beta1.ConditionProgressing, metav1.ConditionFalse, clusterv1beta1.ReasonReconcileFailed)
 	})
 	cond := conditionOf(held, clusterv1beta1.ConditionProgressing)
 	t.Logf("after %s: %s: %s", time.Since(applied).Round(time.Millisecond), cond.Reason, cond.Message)
@@ -137,18 +143,18 @@ func TestRefusedWriteIsReportedAndFixingItProceeds(t *testing.T) {
 			t.Errorf("the Progressing message does not carry %q: %s", want, cond.Message)
 		}
 	}
-	framework.Eventually(t, 10*time.Second, 200*time.Millisecond, "a ReconcileFailed Event", func() (bool, string) {
+	poll.Eventually(t, 10*time.Second, 200*time.Millisecond, "a ReconcileFailed Event", func() error {
 		events, err := s.Events(ctx, "nats", "demo", clusterv1beta1.ReasonReconcileFailed)
 		if err != nil {
-			return false, err.Error()
+			return err
 		}
 		for _, e := range events {
 			if strings.Contains(e.Message, policyMessage) {
 				t.Logf("Event %s %s: %s", e.Type, e.Reason, e.Message)
-				return true, ""
+				return nil
 			}
 		}
-		return false, "no Event yet"
+		return errors.New("no Event yet")
 	})
 	sets, err := s.Kube.AppsV1().StatefulSets("nats").List(ctx, metav1.ListOptions{})
 	if err != nil {

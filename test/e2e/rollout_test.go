@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nats-operator/nats-operator/internal/poll"
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
 	"github.com/nats-operator/nats-operator/test/framework"
 )
@@ -48,9 +50,11 @@ func startLoadedCluster(ctx context.Context, t *testing.T, s *framework.Stack, v
 	}
 	framework.CreateStream(ctx, t, js, "ORDERS", 3)
 	pub := framework.StartPublisher(ctx, js, "ORDERS.new")
-	framework.Eventually(t, time.Minute, 100*time.Millisecond, "the publisher to get 200 acknowledgements", func() (bool, string) {
-		n, attempts, failures, err := pub.Stats()
-		return n >= 200, fmt.Sprintf("%d acked, %d attempts, %d failed, last error %v", n, attempts, failures, err)
+	poll.Eventually(t, time.Minute, 100*time.Millisecond, "the publisher to get 200 acknowledgements", func() error {
+		if n, attempts, failures, err := pub.Stats(); n < 200 {
+			return fmt.Errorf("%d acked, %d attempts, %d failed, last error %v", n, attempts, failures, err)
+		}
+		return nil
 	})
 	return nc, js, pub
 }
@@ -72,22 +76,23 @@ func verifyNoLoss(ctx context.Context, t *testing.T, s *framework.Stack, pub *fr
 		}
 	}()
 	start, attempt := time.Now(), 0
-	framework.Eventually(t, 2*time.Minute, time.Second, "reading the stream back", func() (bool, string) {
+	poll.Eventually(t, 2*time.Minute, time.Second, "reading the stream back", func() error {
 		attempt++
 		conn, err := nats.Connect(strings.Join(s.PodURLs(ctx, t, "nats", "demo"), ","), append([]nats.Option{nats.Timeout(2 * time.Second)}, opts...)...)
 		if err != nil {
-			return false, err.Error()
+			return err
 		}
 		defer conn.Close()
 		fresh, err := jetstream.New(conn)
 		if err != nil {
-			return false, err.Error()
+			return err
 		}
 		readErr = reader.Read(ctx, fresh)
 		if readErr != nil {
 			t.Logf("reading the stream back, attempt %d on %s: %v", attempt, conn.ConnectedServerName(), readErr)
+			return fmt.Errorf("%w (on %s)", readErr, conn.ConnectedServerName())
 		}
-		return readErr == nil, fmt.Sprintf("%v (on %s)", readErr, conn.ConnectedServerName())
+		return nil
 	})
 	ids, total := reader.IDs, reader.Total
 	t.Logf("read %d messages back in %s (%d attempts)", len(ids), time.Since(start).Round(time.Millisecond), attempt)
@@ -120,35 +125,40 @@ func TestRollingUpgradeUnderLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tr.Stop()
-	time.Sleep(300 * time.Millisecond) // let the pod watch list the current pods
 
 	applied := time.Now()
 	patchCluster(ctx, t, s, `{"spec":{"version":"2.15.2"}}`)
 
 	// Record the status mid-way: once the first server has been stepped.
 	var mid *clusterv1beta1.RolloutStatus
-	framework.Eventually(t, 5*time.Minute, 100*time.Millisecond, "a mid-rollout status", func() (bool, string) {
+	poll.Eventually(t, 5*time.Minute, 100*time.Millisecond, "a mid-rollout status", func() error {
 		got, err := s.Cluster(ctx, "nats", "demo")
-		if err != nil || got.Status.Rollout == nil {
-			return false, fmt.Sprint(err)
+		if err != nil {
+			return err
+		}
+		if got.Status.Rollout == nil {
+			return errors.New("no status.rollout yet")
 		}
 		if r := got.Status.Rollout; len(r.Updated) > 0 || r.Current != "" && r.Gate != nil {
 			mid = r.DeepCopy()
-			return true, ""
+			return nil
 		}
-		return false, "no server stepped yet"
+		return errors.New("no server stepped yet")
 	})
 	b, _ := json.Marshal(mid)
 	t.Logf("status.rollout mid-way: %s", b)
 
 	final := s.WaitSettledUpToDate(ctx, t, "nats", "demo", 10*time.Minute)
-	framework.Eventually(t, time.Minute, 250*time.Millisecond, "every server to report 2.15.2", func() (bool, string) {
-		got, _ := s.Cluster(ctx, "nats", "demo")
+	poll.Eventually(t, time.Minute, 250*time.Millisecond, "every server to report 2.15.2", func() error {
+		got, err := s.Cluster(ctx, "nats", "demo")
+		if err != nil {
+			return err
+		}
 		if got.Status.Version != "2.15.2" {
-			return false, fmt.Sprintf("status %+v", got.Status.Servers)
+			return fmt.Errorf("status.servers %+v", got.Status.Servers)
 		}
 		final = got
-		return true, ""
+		return nil
 	})
 	wall := time.Since(applied)
 	tr.Stop()
@@ -184,8 +194,8 @@ func TestRollingUpgradeUnderLoad(t *testing.T) {
 		if k > 0 {
 			// The gate before step k, as the test sees it: the server
 			// stepped before is back (its new pod Ready, from the pod
-			// watch) and the test's own observer saw the cluster Settled
-			// with that server answering on 2.15.2. The operator acts
+			// informer) and the test's own observer saw the cluster Settled
+			// with that server answering on 2.15.2. The controller acts
 			// within milliseconds of the gate opening, faster than the
 			// observer's 100 ms samples, and under load Settled flickers
 			// while replicas catch up between writes, so a Settled sample
@@ -201,7 +211,7 @@ func TestRollingUpgradeUnderLoad(t *testing.T) {
 			}
 			// Under a publisher that never pauses, Settled flickers: the
 			// leader reports a follower a few in-flight writes behind
-			// (GroupsCatchingUp) most of the time, and the operator steps on
+			// (GroupsCatchingUp) most of the time, and the controller steps on
 			// the first Settled observation once every pod is Ready. The
 			// test's observer samples every 100 ms and cannot promise to
 			// catch that moment, so it requires what it can see reliably:

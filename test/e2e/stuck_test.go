@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-operator/nats-operator/internal/poll"
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
 	"github.com/nats-operator/nats-operator/test/framework"
 	"github.com/nats-operator/nats-operator/test/localnode"
@@ -71,20 +73,20 @@ func TestStuckServerIsNamedAndARevertRecoversIt(t *testing.T) {
 		patched := time.Now()
 		patchCluster(ctx, t, s, fmt.Sprintf(`{"spec":{"version":%q}}`, tc.version))
 		var stuck *clusterv1beta1.NatsCluster
-		framework.Eventually(t, 30*time.Second, 250*time.Millisecond, first+" named with "+tc.reason, func() (bool, string) {
+		poll.Eventually(t, 30*time.Second, 250*time.Millisecond, first+" named with "+tc.reason, func() error {
 			c, err := s.Cluster(ctx, "nats", "demo")
 			if err != nil {
-				return false, err.Error()
+				return err
 			}
 			stuck = c
 			msg := conditionOf(c, clusterv1beta1.ConditionProgressing).Message
 			for _, srv := range c.Status.Servers {
 				if srv.Name == first && strings.HasPrefix(srv.StartProblem, tc.reason) &&
 					strings.Contains(msg, first+" cannot start "+tc.version+": "+tc.reason) {
-					return true, ""
+					return nil
 				}
 			}
-			return false, framework.Conditions(c)
+			return errors.New(framework.Conditions(c))
 		})
 		msg := conditionOf(stuck, clusterv1beta1.ConditionProgressing).Message
 		t.Logf("%s after %s: Progressing: %s", tc.version, time.Since(patched).Round(time.Millisecond), msg)
@@ -101,34 +103,37 @@ func TestStuckServerIsNamedAndARevertRecoversIt(t *testing.T) {
 		if !strings.Contains(msg, "revert spec.version") {
 			t.Errorf("the message does not name the way out: %s", msg)
 		}
-		framework.Eventually(t, 10*time.Second, 250*time.Millisecond, "a ServerCannotStart Event", func() (bool, string) {
+		poll.Eventually(t, 10*time.Second, 250*time.Millisecond, "a ServerCannotStart Event", func() error {
 			events, err := s.Events(ctx, "nats", "demo", clusterv1beta1.EventServerCannotStart)
 			if err != nil {
-				return false, err.Error()
+				return err
 			}
 			for _, e := range events {
 				if strings.Contains(e.Message, tc.reason) && strings.Contains(e.Message, first) {
-					return true, ""
+					return nil
 				}
 			}
-			return false, fmt.Sprintf("%d events", len(events))
+			return fmt.Errorf("%d events", len(events))
 		})
 
 		reverted := time.Now()
 		patchCluster(ctx, t, s, `{"spec":{"version":"2.15.2"}}`)
 		var restartMsg string
-		framework.Eventually(t, 60*time.Second, 250*time.Millisecond, "Ready, Settled and UpToDate on 2.15.2 after the revert", func() (bool, string) {
+		poll.Eventually(t, 60*time.Second, 250*time.Millisecond, "Ready, Settled and UpToDate on 2.15.2 after the revert", func() error {
 			c, err := s.Cluster(ctx, "nats", "demo")
 			if err != nil {
-				return false, err.Error()
+				return err
 			}
 			if m := conditionOf(c, clusterv1beta1.ConditionProgressing).Message; strings.Contains(m, "(1 of 1)") && !strings.Contains(restartMsg, "which is down") {
 				restartMsg = m
 			}
-			if ok, m := framework.SettledUpToDate(c); !ok {
-				return false, m
+			if err := framework.CheckSettledUpToDate(c); err != nil {
+				return err
 			}
-			return c.Status.Version == "2.15.2", "status.version " + c.Status.Version
+			if c.Status.Version != "2.15.2" {
+				return errors.New("status.version " + c.Status.Version)
+			}
+			return nil
 		})
 		t.Logf("reverted: Ready, Settled and UpToDate on 2.15.2 after %s, no annotation", time.Since(reverted).Round(time.Millisecond))
 		if restartMsg != "" {

@@ -12,6 +12,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nats-operator/nats-operator/internal/poll"
 )
 
 // PodURLs returns nats://<podIP>:4222 of the cluster's pods.
@@ -41,16 +43,13 @@ func Connect(t testing.TB, urls []string, opts ...nats.Option) *nats.Conn {
 		nats.Timeout(2 * time.Second), nats.Name("e2e"),
 	}, opts...)
 	var nc *nats.Conn
-	var err error
-	for range 50 {
-		if nc, err = nats.Connect(joinURLs(urls), opts...); err == nil {
-			t.Cleanup(nc.Close)
-			return nc
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	t.Fatalf("connecting to %v: %v", urls, err)
-	return nil
+	poll.Eventually(t, 30*time.Second, 200*time.Millisecond, fmt.Sprintf("a connection to %v", urls), func() error {
+		var err error
+		nc, err = nats.Connect(joinURLs(urls), opts...)
+		return err
+	})
+	t.Cleanup(nc.Close)
+	return nc
 }
 
 func joinURLs(urls []string) string {
@@ -68,18 +67,13 @@ func joinURLs(urls []string) string {
 // while JetStream is not ready.
 func CreateStream(ctx context.Context, t testing.TB, js jetstream.JetStream, name string, replicas int) {
 	t.Helper()
-	var err error
-	for range 100 {
-		_, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+	poll.Eventually(t, time.Minute, 200*time.Millisecond, "stream "+name+" to be created", func() error {
+		_, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 			Name: name, Subjects: []string{name + ".>"}, Replicas: replicas, Storage: jetstream.FileStorage,
 			Duplicates: 10 * time.Minute,
 		})
-		if err == nil {
-			return
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	t.Fatalf("creating stream %s: %v", name, err)
+		return err
+	})
 }
 
 // Publisher publishes to a stream without pause, each message with a unique

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/nats-operator/nats-operator/internal/poll"
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
 	versioned "github.com/nats-operator/nats-operator/pkg/generated/clientset/versioned"
 	"github.com/nats-operator/nats-operator/test/localnode"
@@ -22,24 +23,25 @@ import (
 )
 
 // Stack is the whole local stack: control plane with kube-controller-manager,
-// a local node running pods as nats-server processes, and the operator.
+// a local node running pods as nats-server processes, and the controller.
 type Stack struct {
-	Env      *testenv.Env
-	Node     *localnode.Node
-	Operator *Operator
-	Kube     kubernetes.Interface
-	Nats     versioned.Interface
+	Env        *testenv.Env
+	Node       *localnode.Node
+	Controller *Controller
+	Kube       kubernetes.Interface
+	Nats       versioned.Interface
 }
 
-// StartStack starts the stack for one test; t.Cleanup stops it all.
-func StartStack(ctx context.Context, t testing.TB, operatorArgs ...string) *Stack {
+// StartStack starts the stack for one test, the controller with
+// controllerArgs added to its command line; t.Cleanup stops it all.
+func StartStack(ctx context.Context, t testing.TB, controllerArgs ...string) *Stack {
 	t.Helper()
-	return StartStackWithNode(ctx, t, localnode.Options{}, operatorArgs...)
+	return StartStackWithNode(ctx, t, localnode.Options{}, controllerArgs...)
 }
 
 // StartStackWithNode is StartStack with options for the local node (its
 // Root is set here).
-func StartStackWithNode(ctx context.Context, t testing.TB, nodeOpts localnode.Options, operatorArgs ...string) *Stack {
+func StartStackWithNode(ctx context.Context, t testing.TB, nodeOpts localnode.Options, controllerArgs ...string) *Stack {
 	t.Helper()
 	env := testenv.Start(t, testenv.Options{ControllerManager: true})
 	root := KeptDir(t, "node")
@@ -68,12 +70,12 @@ func StartStackWithNode(ctx context.Context, t testing.TB, nodeOpts localnode.Op
 		Kube: kubernetes.NewForConfigOrDie(cfg),
 		Nats: versioned.NewForConfigOrDie(cfg),
 	}
-	s.Operator = StartOperator(ctx, t, env, operatorArgs...)
+	s.Controller = StartController(ctx, t, env, controllerArgs...)
 	return s
 }
 
 // CreateNamespace creates a namespace that enforces the restricted Pod
-// Security Standard, so every pod the operator renders is admitted only if
+// Security Standard, so every pod the controller renders is admitted only if
 // it meets it.
 func (s *Stack) CreateNamespace(ctx context.Context, t testing.TB, name string) {
 	t.Helper()
@@ -116,17 +118,17 @@ func (s *Stack) Cluster(ctx context.Context, namespace, name string) (*clusterv1
 	return s.Nats.ClusterV1beta1().NatsClusters(namespace).Get(ctx, name, metav1.GetOptions{})
 }
 
-// ConditionIs reports whether a condition has the status and reason, and
-// describes the conditions otherwise.
-func ConditionIs(nc *clusterv1beta1.NatsCluster, typ string, status metav1.ConditionStatus, reason string) (bool, string) {
+// CheckCondition returns nil when a condition has the status and reason for
+// the cluster's current generation, and otherwise an error describing it.
+func CheckCondition(nc *clusterv1beta1.NatsCluster, typ string, status metav1.ConditionStatus, reason string) error {
 	c := meta.FindStatusCondition(nc.Status.Conditions, typ)
 	if c == nil {
-		return false, typ + " not set"
+		return fmt.Errorf("%s not set", typ)
 	}
 	if c.Status != status || c.Reason != reason || c.ObservedGeneration != nc.Generation {
-		return false, fmt.Sprintf("%s=%s %s (gen %d/%d): %s", typ, c.Status, c.Reason, c.ObservedGeneration, nc.Generation, c.Message)
+		return fmt.Errorf("%s=%s %s (gen %d/%d): %s", typ, c.Status, c.Reason, c.ObservedGeneration, nc.Generation, c.Message)
 	}
-	return true, ""
+	return nil
 }
 
 // Conditions describes every condition in one line.
@@ -143,21 +145,21 @@ func Conditions(nc *clusterv1beta1.NatsCluster) string {
 func (s *Stack) WaitSettledUpToDate(ctx context.Context, t testing.TB, namespace, name string, timeout time.Duration) *clusterv1beta1.NatsCluster {
 	t.Helper()
 	var last *clusterv1beta1.NatsCluster
-	Eventually(t, timeout, 250*time.Millisecond, "Ready, Settled and UpToDate", func() (bool, string) {
+	poll.Eventually(t, timeout, 250*time.Millisecond, "Ready, Settled and UpToDate", func() error {
 		nc, err := s.Cluster(ctx, namespace, name)
 		if err != nil {
-			return false, err.Error()
+			return err
 		}
 		last = nc
-		return SettledUpToDate(nc)
+		return CheckSettledUpToDate(nc)
 	})
 	return last
 }
 
-// SettledUpToDate says whether the cluster is Ready (all servers), Settled
-// and Progressing=False UpToDate for its current generation, and if not,
-// what is not.
-func SettledUpToDate(nc *clusterv1beta1.NatsCluster) (bool, string) {
+// CheckSettledUpToDate returns nil when the cluster is Ready (all servers),
+// Settled and Progressing=False UpToDate for its current generation, and
+// otherwise an error saying what is not.
+func CheckSettledUpToDate(nc *clusterv1beta1.NatsCluster) error {
 	for _, c := range []struct {
 		typ, reason string
 		status      metav1.ConditionStatus
@@ -166,11 +168,11 @@ func SettledUpToDate(nc *clusterv1beta1.NatsCluster) (bool, string) {
 		{clusterv1beta1.ConditionSettled, clusterv1beta1.ReasonAllGroupsCurrent, metav1.ConditionTrue},
 		{clusterv1beta1.ConditionProgressing, clusterv1beta1.ReasonUpToDate, metav1.ConditionFalse},
 	} {
-		if ok, msg := ConditionIs(nc, c.typ, c.status, c.reason); !ok {
-			return false, msg + " | " + Conditions(nc)
+		if err := CheckCondition(nc, c.typ, c.status, c.reason); err != nil {
+			return fmt.Errorf("%w | %s", err, Conditions(nc))
 		}
 	}
-	return true, ""
+	return nil
 }
 
 // Events returns the Events of reason about the named object.

@@ -2,6 +2,7 @@ package framework
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"strings"
 	"sync"
@@ -9,8 +10,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
 
+	"github.com/nats-operator/nats-operator/internal/kubeutil"
 	"github.com/nats-operator/nats-operator/pkg/observe"
 )
 
@@ -25,7 +28,7 @@ type Observation struct {
 	NotReady []string
 }
 
-// GateOpen reports whether the operator's gate would be open as far as an
+// GateOpen reports whether the controller's gate would be open as far as an
 // outsider can tell: Settled, every server answering and every pod Ready.
 func (o Observation) GateOpen() bool {
 	return o.Settled && len(o.Silent) == 0 && len(o.NotReady) == 0
@@ -41,9 +44,11 @@ type PodEvent struct {
 	Deleting bool
 }
 
-// Tracker watches a cluster independently of the operator: its own
-// observe.Observer polls every server's monitoring endpoint, and a pod watch
-// records every pod UID and when each pod's deletion started.
+// Tracker watches a cluster independently of the controller: its own
+// observe.Observer polls every server's monitoring endpoint, and a pod
+// informer (list, then watch from the list's resourceVersion, listing again
+// when the watch expires) records every pod UID and when each pod became
+// Ready and when its deletion started.
 type Tracker struct {
 	s         *Stack
 	namespace string
@@ -55,31 +60,39 @@ type Tracker struct {
 	events []PodEvent
 	seen   map[string]bool // uid+deleting
 
+	pods   informers.SharedInformerFactory // runs the pod informer
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
 
 // StartTracker starts tracking the servers (e.g. demo-0, demo-1, demo-2).
+// It returns once the cluster's current pods are recorded, so a change made
+// after it returns is seen against them; the observer's first poll may
+// still be under way.
 func (s *Stack) StartTracker(ctx context.Context, namespace, cluster string, servers []string, every time.Duration) (*Tracker, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	tr := &Tracker{s: s, namespace: namespace, cluster: cluster, servers: servers, seen: map[string]bool{}, cancel: cancel}
-	w, err := s.Kube.CoreV1().Pods(namespace).Watch(ctx, metav1.ListOptions{LabelSelector: "cluster.nats-operator.io/cluster=" + cluster})
+	tr.pods = informers.NewSharedInformerFactoryWithOptions(s.Kube, 0,
+		informers.WithNamespace(namespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.LabelSelector = "cluster.nats-operator.io/cluster=" + cluster
+		}))
+	reg, err := tr.pods.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    tr.recordPodObject,
+		UpdateFunc: func(_, obj any) { tr.recordPodObject(obj) },
+		DeleteFunc: tr.recordPodObject,
+	})
 	if err != nil {
 		cancel()
 		return nil, err
 	}
-	tr.wg.Add(2)
-	go func() {
-		defer tr.wg.Done()
-		defer w.Stop()
-		for ev := range w.ResultChan() {
-			pod, ok := ev.Object.(*corev1.Pod)
-			if !ok || ev.Type == watch.Error {
-				continue
-			}
-			tr.recordPod(pod)
-		}
-	}()
+	tr.pods.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), reg.HasSynced) {
+		cancel()
+		tr.pods.Shutdown()
+		return nil, fmt.Errorf("listing the pods of NatsCluster %s/%s: %w", namespace, cluster, context.Cause(ctx))
+	}
+	tr.wg.Add(1)
 	go func() {
 		defer tr.wg.Done()
 		o := observe.New(observe.Options{})
@@ -98,6 +111,17 @@ func (s *Stack) StartTracker(ctx context.Context, namespace, cluster string, ser
 	return tr, nil
 }
 
+// recordPodObject records a pod from the informer, also one whose deletion
+// the watch missed (a tombstone).
+func (tr *Tracker) recordPodObject(obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	if pod, ok := obj.(*corev1.Pod); ok {
+		tr.recordPod(pod)
+	}
+}
+
 func (tr *Tracker) recordPod(pod *corev1.Pod) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
@@ -106,7 +130,7 @@ func (tr *Tracker) recordPod(pod *corev1.Pod) {
 		tr.seen[uid] = true
 		tr.events = append(tr.events, PodEvent{At: time.Now(), Pod: pod.Name, UID: uid})
 	}
-	if PodReady(pod) && !tr.seen[uid+"/ready"] {
+	if kubeutil.PodReady(pod) && !tr.seen[uid+"/ready"] {
 		tr.seen[uid+"/ready"] = true
 		tr.events = append(tr.events, PodEvent{At: time.Now(), Pod: pod.Name, UID: uid, Ready: true})
 	}
@@ -125,7 +149,7 @@ func (tr *Tracker) observeOnce(ctx context.Context, o *observe.Observer) {
 		if err == nil {
 			addr.Host = pod.Status.PodIP
 		}
-		if err != nil || !PodReady(pod) {
+		if err != nil || !kubeutil.PodReady(pod) {
 			notReady = append(notReady, srv)
 		}
 		target.Servers = append(target.Servers, addr)
@@ -147,9 +171,10 @@ func (tr *Tracker) observeOnce(ctx context.Context, o *observe.Observer) {
 	tr.mu.Unlock()
 }
 
-// Stop stops tracking.
+// Stop stops tracking; calling it again does nothing.
 func (tr *Tracker) Stop() {
 	tr.cancel()
+	tr.pods.Shutdown()
 	tr.wg.Wait()
 }
 
@@ -210,17 +235,4 @@ func (tr *Tracker) UIDs() map[string][]string {
 		}
 	}
 	return out
-}
-
-// PodReady reports whether a pod is Ready and not being deleted.
-func PodReady(pod *corev1.Pod) bool {
-	if pod == nil || pod.DeletionTimestamp != nil {
-		return false
-	}
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }

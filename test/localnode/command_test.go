@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/nats-operator/nats-operator/internal/kubeutil"
+	"github.com/nats-operator/nats-operator/internal/poll"
 	"github.com/nats-operator/nats-operator/test/localnode"
 	"github.com/nats-operator/nats-operator/test/testenv"
 )
@@ -48,13 +50,13 @@ func TestCommandRunsANodeUntilInterrupted(t *testing.T) {
 		t.Fatal(err)
 	}
 	var pod *corev1.Pod
-	eventually(t, time.Minute, "pod Ready on the command's node", func() error {
+	poll.Eventually(t, time.Minute, 200*time.Millisecond, "pod Ready on the command's node", func() error {
 		pod, err = client.CoreV1().Pods("cmd").Get(ctx, "server", metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
-		if pod.Spec.NodeName != "cmd-node" || !podReady(pod) {
-			return fmt.Errorf("node %q ready %v: %s", pod.Spec.NodeName, podReady(pod), describe(pod))
+		if pod.Spec.NodeName != "cmd-node" || !kubeutil.PodReady(pod) {
+			return fmt.Errorf("node %q ready %v: %s", pod.Spec.NodeName, kubeutil.PodReady(pod), describe(pod))
 		}
 		return nil
 	})

@@ -1,12 +1,12 @@
 // Package localnode plays the kubelet for nats-server pods on one machine,
-// so the operator can be tested end to end against a real kube-apiserver
+// so the controller can be tested end to end against a real kube-apiserver
 // and kube-controller-manager (see test/testenv) with no container runtime.
 //
 //	node, err := localnode.New(env.Config, localnode.Options{Root: t.TempDir()})
 //	if err := node.Start(ctx); err != nil { ... }
 //	defer node.Stop()
 //
-// What it does, like a kubelet where the operator can tell the difference:
+// What it does, like a kubelet where the controller can tell the difference:
 //
 //   - Registers a Ready Node (default "localnode"), renews its Lease in
 //     kube-node-lease and its Ready condition every 10 s, and binds every pod

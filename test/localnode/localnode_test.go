@@ -28,6 +28,8 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
+	"github.com/nats-operator/nats-operator/internal/kubeutil"
+	"github.com/nats-operator/nats-operator/internal/poll"
 	"github.com/nats-operator/nats-operator/test/localnode"
 	"github.com/nats-operator/nats-operator/test/testenv"
 )
@@ -85,43 +87,20 @@ func startNodeAt(t *testing.T, env *testenv.Env, name string) (*localnode.Node, 
 
 // waitDead waits for every pid to be gone and returns those still alive.
 func waitDead(pids []int, timeout time.Duration) []int {
-	deadline := time.Now().Add(timeout)
-	for {
-		var alive []int
+	var alive []int
+	_, _ = poll.Until(timeout, 50*time.Millisecond, func() error {
+		alive = nil
 		for _, p := range pids {
 			if localnode.ProcessAlive(p) {
 				alive = append(alive, p)
 			}
 		}
-		if len(alive) == 0 || time.Now().After(deadline) {
-			return alive
+		if len(alive) > 0 {
+			return fmt.Errorf("%d alive", len(alive))
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// eventually polls cond until it returns nil or timeout passes.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() error) time.Duration {
-	t.Helper()
-	start := time.Now()
-	var err error
-	for time.Since(start) < timeout {
-		if err = cond(); err == nil {
-			return time.Since(start)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	t.Fatalf("%s: not within %s: %v", what, timeout, err)
-	return 0
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+		return nil
+	})
+	return alive
 }
 
 func createNamespace(t *testing.T, client kubernetes.Interface, name string) {
@@ -321,13 +300,13 @@ func TestStatefulSetsRunANATSClusterThroughDeletionKillAndConfigEdit(t *testing.
 			if p == nil {
 				return fmt.Errorf("no pod demo-%d-0", i)
 			}
-			if p.Status.Phase != corev1.PodRunning || !podReady(p) || p.DeletionTimestamp != nil {
-				return fmt.Errorf("pod %s on %q is %s, ready %v: %s", p.Name, p.Spec.NodeName, p.Status.Phase, podReady(p), describe(p))
+			if p.Status.Phase != corev1.PodRunning || !kubeutil.PodReady(p) || p.DeletionTimestamp != nil {
+				return fmt.Errorf("pod %s on %q is %s, ready %v: %s", p.Name, p.Spec.NodeName, p.Status.Phase, kubeutil.PodReady(p), describe(p))
 			}
 		}
 		return nil
 	}
-	took := eventually(t, 2*time.Minute, "three servers Running and Ready", allReady)
+	took := poll.Eventually(t, 2*time.Minute, 200*time.Millisecond, "three servers Running and Ready", allReady)
 	t.Logf("three StatefulSet pods Running and Ready %s after creation", took.Round(time.Millisecond))
 
 	ips := map[string]string{}
@@ -366,7 +345,7 @@ func TestStatefulSetsRunANATSClusterThroughDeletionKillAndConfigEdit(t *testing.
 		t.Fatal(err)
 	}
 	var stream jetstream.Stream
-	eventually(t, 30*time.Second, "creating an R3 stream", func() error {
+	poll.Eventually(t, 30*time.Second, 200*time.Millisecond, "creating an R3 stream", func() error {
 		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
 		stream, err = js.CreateOrUpdateStream(sctx, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3})
@@ -399,12 +378,12 @@ func TestStatefulSetsRunANATSClusterThroughDeletionKillAndConfigEdit(t *testing.
 	if err := client.CoreV1().Pods(ns).Delete(ctx, victim.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	took = eventually(t, 90*time.Second, "demo-1-0 recreated and Ready", func() error {
+	took = poll.Eventually(t, 90*time.Second, 200*time.Millisecond, "demo-1-0 recreated and Ready", func() error {
 		p := pods()["demo-1-0"]
 		if p == nil || p.UID == victim.UID {
 			return fmt.Errorf("not recreated yet")
 		}
-		if !podReady(p) {
+		if !kubeutil.PodReady(p) {
 			return fmt.Errorf("recreated pod not ready")
 		}
 		return nil
@@ -440,7 +419,7 @@ func TestStatefulSetsRunANATSClusterThroughDeletionKillAndConfigEdit(t *testing.
 	if configAfter == configBefore || !strings.Contains(string(conf), filepath.Join(claimDir, "jetstream")) {
 		t.Errorf("recreated pod does not use the claim directory %s: config %s:\n%s", claimDir, configAfter, conf)
 	}
-	took = eventually(t, 60*time.Second, "every replica current with 1000 messages", func() error {
+	took = poll.Eventually(t, 60*time.Second, 200*time.Millisecond, "every replica current with 1000 messages", func() error {
 		leader := ""
 		for i := 0; i < 3; i++ {
 			name := fmt.Sprintf("demo-%d-0", i)
@@ -474,11 +453,11 @@ func TestStatefulSetsRunANATSClusterThroughDeletionKillAndConfigEdit(t *testing.
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	took = eventually(t, 60*time.Second, "demo-2-0 restarted and Ready", func() error {
+	took = poll.Eventually(t, 60*time.Second, 200*time.Millisecond, "demo-2-0 restarted and Ready", func() error {
 		p := pods()["demo-2-0"]
 		cs := p.Status.ContainerStatuses[0]
-		if cs.RestartCount <= before || !podReady(p) {
-			return fmt.Errorf("restartCount %d, ready %v", cs.RestartCount, podReady(p))
+		if cs.RestartCount <= before || !kubeutil.PodReady(p) {
+			return fmt.Errorf("restartCount %d, ready %v", cs.RestartCount, kubeutil.PodReady(p))
 		}
 		if cs.LastTerminationState.Terminated == nil || cs.LastTerminationState.Terminated.ExitCode != 137 {
 			return fmt.Errorf("lastState %+v", cs.LastTerminationState)
@@ -501,7 +480,7 @@ func TestStatefulSetsRunANATSClusterThroughDeletionKillAndConfigEdit(t *testing.
 	if _, err := client.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	took = eventually(t, 10*time.Second, "ConfigMap edit in the mounted file", func() error {
+	took = poll.Eventually(t, 10*time.Second, 200*time.Millisecond, "ConfigMap edit in the mounted file", func() error {
 		b, err := os.ReadFile(mounted)
 		if err != nil {
 			return err
@@ -548,7 +527,7 @@ func TestTwentyPodsGetDistinctAddresses(t *testing.T) {
 		}
 	}
 	var list *corev1.PodList
-	took := eventually(t, 2*time.Minute, "twenty pods Ready", func() error {
+	took := poll.Eventually(t, 2*time.Minute, 200*time.Millisecond, "twenty pods Ready", func() error {
 		var err error
 		list, err = client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
@@ -556,7 +535,7 @@ func TestTwentyPodsGetDistinctAddresses(t *testing.T) {
 		}
 		ready := 0
 		for i := range list.Items {
-			if podReady(&list.Items[i]) {
+			if kubeutil.PodReady(&list.Items[i]) {
 				ready++
 			}
 		}
@@ -662,12 +641,12 @@ func TestChildNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, time.Minute, "child pod Ready", func() error {
+	poll.Eventually(t, time.Minute, 200*time.Millisecond, "child pod Ready", func() error {
 		p, err := client.CoreV1().Pods(ns).Get(context.Background(), "server", metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
-		if !podReady(p) {
+		if !kubeutil.PodReady(p) {
 			return fmt.Errorf("not ready")
 		}
 		return nil

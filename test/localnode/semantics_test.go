@@ -15,6 +15,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/nats-operator/nats-operator/internal/kubeutil"
+	"github.com/nats-operator/nats-operator/internal/poll"
 	"github.com/nats-operator/nats-operator/test/localnode"
 	"github.com/nats-operator/nats-operator/test/testenv"
 )
@@ -107,7 +109,7 @@ func TestKubeletSemanticsOfHostCommandPods(t *testing.T) {
 	}
 
 	t.Run("a container failing liveness is restarted with backoff", func(t *testing.T) {
-		took := eventually(t, 30*time.Second, "two restarts", func() error {
+		took := poll.Eventually(t, 30*time.Second, 200*time.Millisecond, "two restarts", func() error {
 			cs := get("liveness").Status.ContainerStatuses
 			if len(cs) == 0 || cs[0].RestartCount < 2 || cs[0].LastTerminationState.Terminated == nil {
 				return fmt.Errorf("statuses %+v", cs)
@@ -122,7 +124,7 @@ func TestKubeletSemanticsOfHostCommandPods(t *testing.T) {
 	})
 
 	t.Run("a failing container with restart policy Never fails the pod", func(t *testing.T) {
-		eventually(t, 30*time.Second, "phase Failed", func() error {
+		poll.Eventually(t, 30*time.Second, 200*time.Millisecond, "phase Failed", func() error {
 			p := get("fails")
 			if p.Status.Phase != corev1.PodFailed {
 				return fmt.Errorf("phase %s", p.Status.Phase)
@@ -135,7 +137,7 @@ func TestKubeletSemanticsOfHostCommandPods(t *testing.T) {
 	})
 
 	t.Run("init containers, volumes and the downward API reach the container", func(t *testing.T) {
-		eventually(t, 30*time.Second, "phase Succeeded", func() error {
+		poll.Eventually(t, 30*time.Second, 200*time.Millisecond, "phase Succeeded", func() error {
 			p := get("succeeds")
 			if p.Status.Phase != corev1.PodSucceeded {
 				return fmt.Errorf("phase %s: %s", p.Status.Phase, describe(p))
@@ -157,8 +159,8 @@ func TestKubeletSemanticsOfHostCommandPods(t *testing.T) {
 	})
 
 	t.Run("a container ignoring SIGTERM is killed after the grace period", func(t *testing.T) {
-		eventually(t, 30*time.Second, "stubborn Ready", func() error {
-			if !podReady(get("stubborn")) {
+		poll.Eventually(t, 30*time.Second, 200*time.Millisecond, "stubborn Ready", func() error {
+			if !kubeutil.PodReady(get("stubborn")) {
 				return fmt.Errorf("not ready")
 			}
 			return nil
@@ -167,7 +169,7 @@ func TestKubeletSemanticsOfHostCommandPods(t *testing.T) {
 		if err := client.CoreV1().Pods(ns).Delete(ctx, "stubborn", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		took := eventually(t, 30*time.Second, "pod removed", func() error {
+		took := poll.Eventually(t, 30*time.Second, 200*time.Millisecond, "pod removed", func() error {
 			_, err := client.CoreV1().Pods(ns).Get(ctx, "stubborn", metav1.GetOptions{})
 			if apierrors.IsNotFound(err) {
 				return nil
@@ -185,8 +187,8 @@ func TestKubeletSemanticsOfHostCommandPods(t *testing.T) {
 	})
 
 	t.Run("a node started again on the same root runs its pods again and counts the restart", func(t *testing.T) {
-		eventually(t, 30*time.Second, "liveness-free pod Ready", func() error {
-			if !podReady(get("steady")) {
+		poll.Eventually(t, 30*time.Second, 200*time.Millisecond, "liveness-free pod Ready", func() error {
+			if !kubeutil.PodReady(get("steady")) {
 				return fmt.Errorf("not ready: %s", describe(get("steady")))
 			}
 			return nil
@@ -201,10 +203,10 @@ func TestKubeletSemanticsOfHostCommandPods(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(again.Stop)
-		took := eventually(t, 30*time.Second, "pod running again", func() error {
+		took := poll.Eventually(t, 30*time.Second, 200*time.Millisecond, "pod running again", func() error {
 			p := get("steady")
 			cs := p.Status.ContainerStatuses[0]
-			if !podReady(p) || cs.RestartCount != before+1 || again.ContainerPID(ns, "steady", "main") == 0 || p.Status.PodIP != again.PodAddress(ns, "steady") || len(p.Status.PodIPs) != 1 {
+			if !kubeutil.PodReady(p) || cs.RestartCount != before+1 || again.ContainerPID(ns, "steady", "main") == 0 || p.Status.PodIP != again.PodAddress(ns, "steady") || len(p.Status.PodIPs) != 1 {
 				return fmt.Errorf("restartCount %d, %s", cs.RestartCount, describe(p))
 			}
 			return nil

@@ -26,8 +26,9 @@ var (
 	buildErr  error
 )
 
-// OperatorBinary builds cmd/nats-operator once per test process.
-func OperatorBinary(t testing.TB) string {
+// ControllerBinary builds cmd/nats-operator, the controller, once per test
+// process.
+func ControllerBinary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		root, err := testenv.RepoRoot()
@@ -69,7 +70,7 @@ func KeptDir(t testing.TB, what string) string {
 	return dir
 }
 
-// RemoveBinaries removes the operator binary built by OperatorBinary; call
+// RemoveBinaries removes the controller binary built by ControllerBinary; call
 // it from TestMain after the tests ran.
 func RemoveBinaries() {
 	if binPath != "" {
@@ -77,8 +78,8 @@ func RemoveBinaries() {
 	}
 }
 
-// Operator is a running nats-operator process.
-type Operator struct {
+// Controller is a running nats-operator process: the controller under test.
+type Controller struct {
 	t          testing.TB
 	bin        string
 	args       []string
@@ -106,27 +107,27 @@ func InstallRBAC(ctx context.Context, t testing.TB, env *testenv.Env) {
 	}
 }
 
-// StartOperator installs the RBAC manifests and starts the operator as the
-// nats-system/nats-operator ServiceAccount, with leader election on. Extra
-// args are appended. t.Cleanup stops it.
-func StartOperator(ctx context.Context, t testing.TB, env *testenv.Env, extraArgs ...string) *Operator {
+// StartController installs the RBAC manifests and starts the controller as
+// the nats-system/nats-operator ServiceAccount, with leader election on.
+// Extra args are appended. t.Cleanup stops it.
+func StartController(ctx context.Context, t testing.TB, env *testenv.Env, extraArgs ...string) *Controller {
 	t.Helper()
 	InstallRBAC(ctx, t, env)
 	cfg, err := env.ServiceAccountConfig(ctx, "nats-system", "nats-operator")
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := KeptDir(t, "operator")
-	kubeconfig := filepath.Join(dir, "operator.kubeconfig")
+	dir := KeptDir(t, "controller")
+	kubeconfig := filepath.Join(dir, "controller.kubeconfig")
 	if err := testenv.WriteKubeconfig(kubeconfig, cfg); err != nil {
 		t.Fatal(err)
 	}
 	health, metrics := freeAddr(t), freeAddr(t)
-	o := &Operator{
+	c := &Controller{
 		t:          t,
-		bin:        OperatorBinary(t),
+		bin:        ControllerBinary(t),
 		Kubeconfig: kubeconfig,
-		LogPath:    filepath.Join(dir, "operator.log"),
+		LogPath:    filepath.Join(dir, "controller.log"),
 		HealthURL:  "http://" + health,
 		MetricsURL: "http://" + metrics + "/metrics",
 		args: append([]string{
@@ -135,57 +136,57 @@ func StartOperator(ctx context.Context, t testing.TB, env *testenv.Env, extraArg
 			"--health-addr", health, "--metrics-addr", metrics, "-v=4",
 		}, extraArgs...),
 	}
-	o.Start()
+	c.Start()
 	t.Cleanup(func() {
-		o.Stop()
+		c.Stop()
 		if t.Failed() {
-			t.Logf("operator log: %s", o.LogPath)
+			t.Logf("controller log: %s", c.LogPath)
 		}
 	})
-	return o
+	return c
 }
 
 // Start starts the process (again).
-func (o *Operator) Start() {
-	o.t.Helper()
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	f, err := os.OpenFile(o.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+func (c *Controller) Start() {
+	c.t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f, err := os.OpenFile(c.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		o.t.Fatal(err)
+		c.t.Fatal(err)
 	}
 	defer f.Close()
-	cmd := exec.Command(o.bin, o.args...)
+	cmd := exec.Command(c.bin, c.args...)
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		o.t.Fatal(err)
+		c.t.Fatal(err)
 	}
-	o.cmd = cmd
+	c.cmd = cmd
 }
 
 // Kill sends SIGKILL and waits for the process to exit.
-func (o *Operator) Kill() { o.signal(syscall.SIGKILL) }
+func (c *Controller) Kill() { c.signal(syscall.SIGKILL) }
 
 // Stop sends SIGTERM and waits (SIGKILL after 30 s).
-func (o *Operator) Stop() { o.signal(syscall.SIGTERM) }
+func (c *Controller) Stop() { c.signal(syscall.SIGTERM) }
 
-func (o *Operator) signal(sig syscall.Signal) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.cmd == nil {
+func (c *Controller) signal(sig syscall.Signal) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cmd == nil {
 		return
 	}
 	done := make(chan struct{})
-	go func() { _ = o.cmd.Wait(); close(done) }()
-	_ = syscall.Kill(-o.cmd.Process.Pid, sig)
+	go func() { _ = c.cmd.Wait(); close(done) }()
+	_ = syscall.Kill(-c.cmd.Process.Pid, sig)
 	select {
 	case <-done:
 	case <-time.After(30 * time.Second):
-		_ = syscall.Kill(-o.cmd.Process.Pid, syscall.SIGKILL)
+		_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
 		<-done
 	}
-	o.cmd = nil
+	c.cmd = nil
 }
 
 // Get returns the status code and body of a GET on url.
@@ -203,8 +204,8 @@ func Get(url string) (int, string, error) {
 // Metric returns the sum of the samples of a metric whose label set
 // contains every given label (e.g. `name="natscluster"`), and whether any
 // sample matched.
-func (o *Operator) Metric(name string, labels ...string) (float64, bool) {
-	_, body, err := Get(o.MetricsURL)
+func (c *Controller) Metric(name string, labels ...string) (float64, bool) {
+	_, body, err := Get(c.MetricsURL)
 	if err != nil {
 		return 0, false
 	}
@@ -248,9 +249,9 @@ func SumMetric(body, name string, labels ...string) (float64, bool) {
 	return sum, found
 }
 
-// Log returns the operator's log so far.
-func (o *Operator) Log() string {
-	b, _ := os.ReadFile(o.LogPath)
+// Log returns the controller's log so far.
+func (c *Controller) Log() string {
+	b, _ := os.ReadFile(c.LogPath)
 	return string(b)
 }
 
@@ -261,23 +262,4 @@ func freeAddr(t testing.TB) string {
 	}
 	defer l.Close()
 	return l.Addr().String()
-}
-
-// Eventually polls cond every interval until it returns true or the
-// deadline passes; then it fails the test with the last message.
-func Eventually(t testing.TB, timeout, interval time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var msg string
-	for {
-		var ok bool
-		ok, msg = cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s: %s", timeout, what, msg)
-		}
-		time.Sleep(interval)
-	}
 }
