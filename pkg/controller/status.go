@@ -6,23 +6,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nats-operator/nats-operator/internal/kubeutil"
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
 	"github.com/nats-operator/nats-operator/pkg/observe"
 	"github.com/nats-operator/nats-operator/pkg/render"
 )
-
-// podReady reports whether a pod is Ready and not being deleted.
-func podReady(pod *corev1.Pod) bool {
-	if pod == nil || pod.DeletionTimestamp != nil {
-		return false
-	}
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
 
 // readyCondition is Ready from the pods: all, a quorum, or fewer.
 func readyCondition(ready, total int32) (metav1.ConditionStatus, string, string) {
@@ -46,7 +34,7 @@ func (c *Controller) observedStatus(status *clusterv1beta1.NatsClusterStatus, st
 	version := ""
 	sameVersion := true
 	for _, so := range st.servers {
-		s := clusterv1beta1.ServerStatus{Name: so.name, Ready: podReady(so.pod), StartProblem: startProblem(so.pod)}
+		s := clusterv1beta1.ServerStatus{Name: so.name, Ready: kubeutil.PodReady(so.pod), StartProblem: startProblem(so.pod)}
 		if s.Ready {
 			ready++
 		}

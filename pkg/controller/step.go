@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/nats-operator/nats-operator/internal/kubeutil"
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
 	"github.com/nats-operator/nats-operator/pkg/observe"
 	"github.com/nats-operator/nats-operator/pkg/render"
@@ -64,7 +65,7 @@ func (c *Controller) planInput(st *clusterState, out *render.Output, snap *obser
 			Ordinal:                int(so.ordinal),
 			TargetTemplateRevision: target.TemplateRevision,
 			PodExists:              so.pod != nil,
-			PodReady:               podReady(so.pod),
+			PodReady:               kubeutil.PodReady(so.pod),
 			// For a crash loop, the exit and the last log line rather than
 			// the back-off message, which changes on every retry.
 			StartProblem: startProblem(so.pod),

@@ -14,6 +14,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/nats-operator/nats-operator/internal/poll"
+
 	"github.com/nats-operator/nats-operator/pkg/render"
 	rt "github.com/nats-operator/nats-operator/pkg/render/rendertest"
 )
@@ -23,7 +25,7 @@ const liveTimeout = 45 * time.Second
 // waitForMesh waits until every server routes to every other one by name.
 func waitForMesh(t *testing.T, lc *rt.LocalCluster, out *render.Output) {
 	t.Helper()
-	rt.Eventually(t, liveTimeout, "full route mesh", func() error {
+	poll.Eventually(t, liveTimeout, 50*time.Millisecond, "full route mesh", func() error {
 		for i, s := range lc.Servers {
 			rz, err := s.Routez(&server.RoutezOptions{})
 			if err != nil {
@@ -50,7 +52,7 @@ func waitForMesh(t *testing.T, lc *rt.LocalCluster, out *render.Output) {
 func waitForMeta(t *testing.T, lc *rt.LocalCluster, out *render.Output) string {
 	t.Helper()
 	var leader string
-	rt.Eventually(t, liveTimeout, "JetStream meta group of every server", func() error {
+	poll.Eventually(t, liveTimeout, 50*time.Millisecond, "JetStream meta group of every server", func() error {
 		leader = ""
 		for i, s := range lc.Servers {
 			jsz, err := s.Jsz(&server.JSzOptions{})
@@ -98,7 +100,7 @@ func writeR3(t *testing.T, nc *nats.Conn, stream string, n int) {
 	ctx, cancel := context.WithTimeout(context.Background(), liveTimeout)
 	defer cancel()
 	var s jetstream.Stream
-	rt.Eventually(t, liveTimeout, "creating an R3 stream", func() error {
+	poll.Eventually(t, liveTimeout, 50*time.Millisecond, "creating an R3 stream", func() error {
 		s, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 			Name: stream, Subjects: []string{stream + ".>"}, Replicas: 3, Storage: jetstream.FileStorage,
 		})
@@ -174,7 +176,7 @@ func TestRenderedServersInOperatorMode(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer sys.Close()
-		rt.Eventually(t, liveTimeout, "STATSZ from every server", func() error {
+		poll.Eventually(t, liveTimeout, 50*time.Millisecond, "STATSZ from every server", func() error {
 			inbox := nats.NewInbox()
 			sub, err := sys.SubscribeSync(inbox)
 			if err != nil {
@@ -233,7 +235,7 @@ func TestRenderedServersInOperatorMode(t *testing.T) {
 		if err := sub.Flush(); err != nil {
 			t.Fatal(err)
 		}
-		rt.Eventually(t, liveTimeout, "a message across servers within the account", func() error {
+		poll.Eventually(t, liveTimeout, 50*time.Millisecond, "a message across servers within the account", func() error {
 			if err := pub.Publish("greetings", []byte("hello")); err != nil {
 				return err
 			}

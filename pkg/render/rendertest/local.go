@@ -195,21 +195,3 @@ func StartLocalCluster(t testing.TB, out *render.Output, namespace, cluster stri
 var localHost = fmt.Sprintf("127.%d.%d.%d", 192+rand.IntN(62), rand.IntN(256), 1+rand.IntN(254))
 
 func freePort(t testing.TB) int { return testport.Free(t, localHost) }
-
-// Eventually polls check every 50ms until it returns nil or timeout passes,
-// then fails the test with the last error. For tests against real servers
-// only.
-func Eventually(t testing.TB, timeout time.Duration, what string, check func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v: %v", what, timeout, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
