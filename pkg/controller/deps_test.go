@@ -55,3 +55,49 @@ func TestControllerNeverReadsNatsConf(t *testing.T) {
 		})
 	}
 }
+
+// TestOnlyTheGathererReadsListers: a sync decides on what it gathered first;
+// no write or report reads the caches again. The NatsCluster lister is read
+// by sync (the object itself) and by the event handlers that enqueue
+// (resolveControllerRef finds the owner of a changed object).
+func TestOnlyTheGathererReadsListers(t *testing.T) {
+	listers := map[string]bool{"statefulSets": true, "configMaps": true, "pods": true, "services": true,
+		"pdbs": true, "secrets": true, "operatorTrusts": true, "accountTrusts": true, "clusters": true}
+	files, _ := filepath.Glob("*.go")
+	reads := 0
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		file, err := parser.ParseFile(token.NewFileSet(), f, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, decl := range file.Decls {
+			fn, ok := decl.(*ast.FuncDecl)
+			if !ok || fn.Body == nil || fn.Name.Name == "New" {
+				continue
+			}
+			ast.Inspect(fn.Body, func(n ast.Node) bool {
+				sel, ok := n.(*ast.SelectorExpr)
+				if !ok || !listers[sel.Sel.Name] {
+					return true
+				}
+				if x, ok := sel.X.(*ast.Ident); !ok || x.Name != "c" {
+					return true
+				}
+				reads++
+				name := fn.Name.Name
+				allowed := strings.HasPrefix(name, "gather") ||
+					(sel.Sel.Name == "clusters" && (name == "sync" || name == "resolveControllerRef" || strings.HasPrefix(name, "enqueue")))
+				if !allowed {
+					t.Errorf("%s: %s reads the %s lister; only the gatherer (gather*) reads listers", f, name, sel.Sel.Name)
+				}
+				return true
+			})
+		}
+	}
+	if reads < 9 {
+		t.Fatalf("found %d lister reads; the check would prove nothing", reads)
+	}
+}

@@ -64,6 +64,8 @@ type clusterState struct {
 	// extra are the servers beyond spec.replicas that still have a
 	// StatefulSet, in ordinal order.
 	extra []serverObjects
+	// shared are the Services and the PDB.
+	shared sharedObjects
 	// blocked is why the target cannot be computed or acted on (a reference
 	// that does not resolve, an object in the way); nil when it can.
 	blocked *rollout.Blocked
@@ -75,7 +77,11 @@ type clusterState struct {
 // retry (a lister failing).
 func (c *Controller) gather(nc *clusterv1beta1.NatsCluster) (*clusterState, error) {
 	st := &clusterState{nc: nc}
-	err := c.gatherServers(st)
+	var err error
+	if st.shared, err = c.gatherShared(nc); err != nil {
+		return nil, err
+	}
+	err = c.gatherServers(st)
 	if err == nil {
 		err = c.gatherAuth(st)
 	}

@@ -14,22 +14,53 @@ import (
 	"github.com/nats-operator/nats-operator/pkg/render"
 )
 
-// ensureSharedObjects creates or corrects the client Service, the headless
-// Service and the PodDisruptionBudget of a NatsCluster.
-func (c *Controller) ensureSharedObjects(ctx context.Context, nc *clusterv1beta1.NatsCluster) error {
-	shared := render.SharedObjects(nc)
-	for _, svc := range []*corev1.Service{shared.ClientService, shared.HeadlessService} {
-		if err := c.ensureService(ctx, nc, svc); err != nil {
-			return err
-		}
-	}
-	return c.ensurePDB(ctx, nc, shared.PDB)
+// sharedObjects are the client Service, the headless Service and the PDB as
+// the caches hold them; nil when absent.
+type sharedObjects struct {
+	clientService, headlessService *corev1.Service
+	pdb                            *policyv1.PodDisruptionBudget
 }
 
-func (c *Controller) ensureService(ctx context.Context, nc *clusterv1beta1.NatsCluster, want *corev1.Service) error {
-	got, err := c.services.Services(want.Namespace).Get(want.Name)
+// gatherShared reads the cluster's Services and PDB.
+func (c *Controller) gatherShared(nc *clusterv1beta1.NatsCluster) (sharedObjects, error) {
+	var sh sharedObjects
+	get := func(name string) (*corev1.Service, error) {
+		svc, err := c.services.Services(nc.Namespace).Get(name)
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return svc, err
+	}
+	var err error
+	if sh.clientService, err = get(nc.Name); err != nil {
+		return sh, err
+	}
+	if sh.headlessService, err = get(render.HeadlessServiceName(nc.Name)); err != nil {
+		return sh, err
+	}
+	sh.pdb, err = c.pdbs.PodDisruptionBudgets(nc.Namespace).Get(nc.Name)
 	if apierrors.IsNotFound(err) {
-		_, err = c.kubeClient.CoreV1().Services(want.Namespace).Create(ctx, want, metav1.CreateOptions{FieldManager: FieldManager})
+		sh.pdb, err = nil, nil
+	}
+	return sh, err
+}
+
+// ensureSharedObjects creates or corrects the client Service, the headless
+// Service and the PodDisruptionBudget of a NatsCluster.
+func (c *Controller) ensureSharedObjects(ctx context.Context, nc *clusterv1beta1.NatsCluster, got sharedObjects) error {
+	shared := render.SharedObjects(nc)
+	if err := c.ensureService(ctx, nc, got.clientService, shared.ClientService); err != nil {
+		return err
+	}
+	if err := c.ensureService(ctx, nc, got.headlessService, shared.HeadlessService); err != nil {
+		return err
+	}
+	return c.ensurePDB(ctx, nc, got.pdb, shared.PDB)
+}
+
+func (c *Controller) ensureService(ctx context.Context, nc *clusterv1beta1.NatsCluster, got, want *corev1.Service) error {
+	if got == nil {
+		_, err := c.kubeClient.CoreV1().Services(want.Namespace).Create(ctx, want, metav1.CreateOptions{FieldManager: FieldManager})
 		c.countWrite("services", "create")
 		if apierrors.IsAlreadyExists(err) {
 			return &notControlledError{"Service", want.Namespace, want.Name}
@@ -39,9 +70,6 @@ func (c *Controller) ensureService(ctx context.Context, nc *clusterv1beta1.NatsC
 		}
 		klog.FromContext(ctx).V(2).Info("Created Service", "service", klog.KObj(want))
 		return nil
-	}
-	if err != nil {
-		return err
 	}
 	if !metav1.IsControlledBy(got, nc) {
 		return &notControlledError{"Service", got.Namespace, got.Name}
@@ -57,7 +85,7 @@ func (c *Controller) ensureService(ctx context.Context, nc *clusterv1beta1.NatsC
 	updated.Spec.Ports = want.Spec.Ports
 	updated.Spec.Selector = want.Spec.Selector
 	updated.Spec.PublishNotReadyAddresses = want.Spec.PublishNotReadyAddresses
-	_, err = c.kubeClient.CoreV1().Services(want.Namespace).Update(ctx, updated, metav1.UpdateOptions{FieldManager: FieldManager})
+	_, err := c.kubeClient.CoreV1().Services(want.Namespace).Update(ctx, updated, metav1.UpdateOptions{FieldManager: FieldManager})
 	c.countWrite("services", "update")
 	if err != nil {
 		return writeError("updating", "Service", want, err)
@@ -66,10 +94,9 @@ func (c *Controller) ensureService(ctx context.Context, nc *clusterv1beta1.NatsC
 	return nil
 }
 
-func (c *Controller) ensurePDB(ctx context.Context, nc *clusterv1beta1.NatsCluster, want *policyv1.PodDisruptionBudget) error {
-	got, err := c.pdbs.PodDisruptionBudgets(want.Namespace).Get(want.Name)
-	if apierrors.IsNotFound(err) {
-		_, err = c.kubeClient.PolicyV1().PodDisruptionBudgets(want.Namespace).Create(ctx, want, metav1.CreateOptions{FieldManager: FieldManager})
+func (c *Controller) ensurePDB(ctx context.Context, nc *clusterv1beta1.NatsCluster, got, want *policyv1.PodDisruptionBudget) error {
+	if got == nil {
+		_, err := c.kubeClient.PolicyV1().PodDisruptionBudgets(want.Namespace).Create(ctx, want, metav1.CreateOptions{FieldManager: FieldManager})
 		c.countWrite("poddisruptionbudgets", "create")
 		if apierrors.IsAlreadyExists(err) {
 			return &notControlledError{"PodDisruptionBudget", want.Namespace, want.Name}
@@ -80,9 +107,6 @@ func (c *Controller) ensurePDB(ctx context.Context, nc *clusterv1beta1.NatsClust
 		klog.FromContext(ctx).V(2).Info("Created PodDisruptionBudget", "pdb", klog.KObj(want))
 		return nil
 	}
-	if err != nil {
-		return err
-	}
 	if !metav1.IsControlledBy(got, nc) {
 		return &notControlledError{"PodDisruptionBudget", got.Namespace, got.Name}
 	}
@@ -92,7 +116,7 @@ func (c *Controller) ensurePDB(ctx context.Context, nc *clusterv1beta1.NatsClust
 	updated := got.DeepCopy()
 	updated.Labels = want.Labels
 	updated.Spec = want.Spec
-	_, err = c.kubeClient.PolicyV1().PodDisruptionBudgets(want.Namespace).Update(ctx, updated, metav1.UpdateOptions{FieldManager: FieldManager})
+	_, err := c.kubeClient.PolicyV1().PodDisruptionBudgets(want.Namespace).Update(ctx, updated, metav1.UpdateOptions{FieldManager: FieldManager})
 	c.countWrite("poddisruptionbudgets", "update")
 	if err != nil {
 		return writeError("updating", "PodDisruptionBudget", want, err)

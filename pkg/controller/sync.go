@@ -157,7 +157,7 @@ func (c *Controller) write(ctx context.Context, st *clusterState, out *render.Ou
 		}
 		return "", err
 	}
-	if err := c.ensureSharedObjects(ctx, nc); err != nil {
+	if err := c.ensureSharedObjects(ctx, nc, st.shared); err != nil {
 		msg, err := refused(err)
 		return nc, msg, err
 	}
