@@ -115,9 +115,13 @@ func TestRollingUpgradeUnderLoad(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	s := framework.StartStack(ctx, t)
-	nc, _, pub := startLoadedCluster(ctx, t, s, "2.15.1")
+	nc, js, pub := startLoadedCluster(ctx, t, s, "2.15.1")
 	leader := nc.Status.JetStream.MetaLeader
 	want := expectedOrder(leader)
+	durables := createReadDurables(ctx, t, js)
+	// Enough messages that reading the stream back takes some 150 fetches
+	// per server: the "no responders" of issue 16 came at fetch boundaries.
+	publishBulk(ctx, t, js, "ORDERS.bulk", 150000)
 	t.Logf("meta leader %s; expected order %v", leader, want)
 
 	tr, err := s.StartTracker(ctx, "nats", "demo", servers, 100*time.Millisecond)
@@ -160,7 +164,9 @@ func TestRollingUpgradeUnderLoad(t *testing.T) {
 		final = got
 		return nil
 	})
+	settledAt := time.Now()
 	wall := time.Since(applied)
+	servedFromEveryServer(ctx, t, s, durables, settledAt)
 	tr.Stop()
 	verifyNoLoss(ctx, t, s, pub)
 
@@ -246,4 +252,113 @@ func TestRollingUpgradeUnderLoad(t *testing.T) {
 		t.Logf("step %d: restarted %s %s after the gate opened", k+1, d.Pod, d.At.Sub(gateOpen).Round(time.Millisecond))
 	}
 	t.Logf("rollout wall time: %s", wall.Round(time.Millisecond))
+}
+
+// createReadDurables creates one durable pull consumer per server on
+// ORDERS (R3, like the stream, no acks), before the rollout moves their
+// leaders.
+func createReadDurables(ctx context.Context, t *testing.T, js jetstream.JetStream) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, srv := range servers {
+		name := "READ-" + srv
+		if _, err := js.CreateOrUpdateConsumer(ctx, "ORDERS", jetstream.ConsumerConfig{Durable: name, AckPolicy: jetstream.AckNonePolicy}); err != nil {
+			t.Fatal(err)
+		}
+		out[srv] = name
+	}
+	return out
+}
+
+// servedFromEveryServer checks, right after the rollout is Settled, that
+// consumers are served from every server (issue 16): from a fresh connection
+// to each server alone, (1) consecutive Fetch(1000) calls on a durable pull
+// consumer created before the rollout read the stream to its end, every one
+// succeeding, and (2) one Read of the framework's StreamReader (an ordered
+// consumer) reads the whole stream without a retry. Nothing is retried: a
+// "no responders" fails the test. The time from Settled to done is logged.
+func servedFromEveryServer(ctx context.Context, t *testing.T, s *framework.Stack, durables map[string]string, settledAt time.Time) {
+	t.Helper()
+	pods, err := s.Kube.CoreV1().Pods("nats").List(ctx, metav1.ListOptions{LabelSelector: "cluster.nats-operator.io/cluster=demo"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pod := range pods.Items {
+		server := strings.TrimSuffix(pod.Name, "-0")
+		conn, err := nats.Connect("nats://"+pod.Status.PodIP+":4222", nats.Timeout(2*time.Second), nats.NoReconnect())
+		if err != nil {
+			t.Fatalf("connecting to %s: %v", server, err)
+		}
+		js, err := jetstream.New(conn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stream, err := js.Stream(ctx, "ORDERS")
+		if err != nil {
+			t.Fatalf("%s: %v", server, err)
+		}
+		info, err := stream.Info(ctx)
+		if err != nil {
+			t.Fatalf("%s: %v", server, err)
+		}
+		last := info.State.LastSeq
+
+		cons, err := js.Consumer(ctx, "ORDERS", durables[server])
+		if err != nil {
+			t.Fatalf("%s: %v", server, err)
+		}
+		fetches, failed, seq := 0, 0, uint64(0)
+		for seq < last && failed == 0 {
+			fetches++
+			batch, err := cons.Fetch(1000, jetstream.FetchMaxWait(5*time.Second))
+			if err == nil {
+				for m := range batch.Messages() {
+					if md, err := m.Metadata(); err == nil {
+						seq = md.Sequence.Stream
+					}
+				}
+				err = batch.Error()
+			}
+			if err != nil && !errors.Is(err, nats.ErrTimeout) {
+				failed++
+				t.Errorf("%s: fetch %d on durable %s after sequence %d of %d, %s after Settled: %v",
+					server, fetches, durables[server], seq, last, time.Since(settledAt).Round(time.Millisecond), err)
+			}
+		}
+		durableDone := time.Since(settledAt)
+
+		reader := &framework.StreamReader{Stream: "ORDERS"}
+		if err := reader.Read(ctx, js); err != nil {
+			t.Errorf("%s: one Read of the stream on a fresh connection, %s after Settled: %v", server, time.Since(settledAt).Round(time.Millisecond), err)
+		}
+		t.Logf("served from %s: %d consecutive fetches on a durable to sequence %d, %d failed, done %s after Settled; ordered-consumer read of %d messages done %s after Settled (%d errors nats.go recovered from)",
+			server, fetches, seq, failed, durableDone.Round(time.Millisecond), len(reader.IDs), time.Since(settledAt).Round(time.Millisecond), reader.ConsumerErrors)
+		conn.Close()
+	}
+}
+
+// publishBulk publishes n small messages without message IDs and waits for
+// every acknowledgement.
+func publishBulk(ctx context.Context, t *testing.T, js jetstream.JetStream, subject string, n int) {
+	t.Helper()
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		for {
+			_, err := js.PublishAsync(subject, []byte("bulk"))
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, jetstream.ErrTooManyStalledMsgs) {
+				t.Fatalf("bulk message %d: %v", i, err)
+			}
+			// The window of unacknowledged messages is full: let acks in.
+			<-time.After(10 * time.Millisecond)
+		}
+	}
+	select {
+	case <-js.PublishAsyncComplete():
+	case <-ctx.Done():
+		t.Fatal(ctx.Err())
+	}
+	t.Logf("published %d bulk messages in %s", n, time.Since(start).Round(time.Millisecond))
 }

@@ -2,7 +2,6 @@ package framework
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -141,19 +140,34 @@ func (p *Publisher) Stats() (acked, attempts, failures int, lastErr error) {
 }
 
 // StreamReader reads every message of a stream and collects their
-// Nats-Msg-Id headers. A Read that fails (a consumer moved, a request that
-// found no responder while interest was still crossing a route) keeps what
-// it read: the next Read, on any connection, goes on after the last
-// sequence read instead of starting over, so a stream of hundreds of
-// thousands of messages is read to the end however often a read fails.
+// Nats-Msg-Id headers. A Read that fails keeps what it read: the next Read,
+// on any connection, goes on after the last sequence read instead of
+// starting over, so a stream of hundreds of thousands of messages is read to
+// the end however often a read fails.
+//
+// It reads with one ordered consumer and Consume, not a Fetch loop: an
+// ordered consumer's Fetch deletes and re-creates its R1 consumer on every
+// call, and the first pull on a just-created consumer placed on another
+// server can be answered "no responders" (issue 16: the create response
+// crosses the system account's dedicated route while the consumer's
+// MSG.NEXT interest crosses the account's pooled route, and may come
+// second). Consume creates the consumer once and, on that answer, re-creates
+// it at once at the next sequence; Messages would stall 10s instead.
 type StreamReader struct {
 	Stream string
 	// IDs holds the Nats-Msg-Id of every message read.
 	IDs map[string]bool
 	// Total is the stream's message count at the last Read.
 	Total uint64
-	next  uint64 // the first sequence not yet read
+	// ConsumerErrors counts the errors the ordered consumer recovered from
+	// by itself (no responders on a just-created consumer, missed
+	// heartbeats): informational, a Read does not fail for them.
+	ConsumerErrors int
+	next           uint64 // the first sequence not yet read
 }
+
+// readIdle is how long a Read waits for the next message before giving up.
+const readIdle = 10 * time.Second
 
 // Read reads from where the last Read stopped to the stream's last
 // sequence as it is now.
@@ -180,27 +194,66 @@ func (r *StreamReader) Read(ctx context.Context, js jetstream.JetStream) error {
 	if err != nil {
 		return err
 	}
-	for r.next <= last {
-		batch, err := cons.Fetch(1000, jetstream.FetchMaxWait(5*time.Second))
-		if err != nil {
-			return fmt.Errorf("after sequence %d of %d: %w", r.next-1, last, err)
-		}
-		n := 0
-		for m := range batch.Messages() {
-			md, err := m.Metadata()
-			if err != nil {
-				return err
-			}
-			r.IDs[m.Headers().Get(nats.MsgIdHdr)] = true
-			r.next = md.Sequence.Stream + 1
-			n++
-		}
-		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
-			return fmt.Errorf("after sequence %d of %d: %w", r.next-1, last, err)
-		}
-		if n == 0 {
-			return fmt.Errorf("read up to sequence %d of %d, then nothing", r.next-1, last)
+	var (
+		mu       sync.Mutex
+		readErr  error
+		lastErr  error
+		progress = time.Now()
+		done     = make(chan struct{})
+		finished bool
+	)
+	finish := func(err error) { // mu held
+		if !finished {
+			finished, readErr = true, err
+			close(done)
 		}
 	}
-	return nil
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		mu.Lock()
+		defer mu.Unlock()
+		if finished {
+			return
+		}
+		md, err := m.Metadata()
+		if err != nil {
+			finish(err)
+			return
+		}
+		r.IDs[m.Headers().Get(nats.MsgIdHdr)] = true
+		r.next, progress = md.Sequence.Stream+1, time.Now()
+		if r.next > last {
+			finish(nil)
+		}
+	}, jetstream.PullMaxMessages(1000), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+		mu.Lock()
+		r.ConsumerErrors++
+		lastErr = err
+		mu.Unlock()
+	}))
+	if err != nil {
+		return err
+	}
+	defer cc.Stop()
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			mu.Lock()
+			defer mu.Unlock()
+			if readErr != nil {
+				return fmt.Errorf("after sequence %d of %d: %w", r.next-1, last, readErr)
+			}
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+			mu.Lock()
+			idle, lerr := time.Since(progress), lastErr
+			if idle > readIdle {
+				finish(fmt.Errorf("nothing for %v (last consumer error: %v)", readIdle, lerr))
+			}
+			mu.Unlock()
+		}
+	}
 }
