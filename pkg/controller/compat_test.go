@@ -21,7 +21,7 @@ import (
 // once, because the fixture's status holds only status.config and the
 // observation fills in the rest; a second sync writes nothing at all.
 func TestObjectsOfThePreviousReleaseCauseNoWriteAndNoRestart(t *testing.T) {
-	for _, file := range []string{"jetstream-claim.yaml", "ephemeral.yaml"} {
+	for _, file := range []string{"jetstream-claim.yaml", "ephemeral.yaml", "operator-mode.yaml"} {
 		t.Run(file, func(t *testing.T) {
 			objs := rt.LoadObjects(t, "../render/testdata/legacy-e57d870/"+file)
 			legacyRev := objs.Cluster.Status.Config.Revision
@@ -30,6 +30,9 @@ func TestObjectsOfThePreviousReleaseCauseNoWriteAndNoRestart(t *testing.T) {
 				kubeObjects = append(kubeObjects, s)
 			}
 			kubeObjects = append(kubeObjects, objs.PDB)
+			for _, sec := range objs.Secrets {
+				kubeObjects = append(kubeObjects, sec)
+			}
 			snap := &observe.Snapshot{Verdict: observe.Verdict{Status: metav1.ConditionTrue, Reason: clusterv1beta1.ReasonAllGroupsCurrent, Message: "every Raft group has a leader and every member is current"}}
 			for i, sts := range objs.StatefulSets {
 				sts.UID = types.UID(fmt.Sprintf("uid-sts-%d", i))
@@ -41,12 +44,18 @@ func TestObjectsOfThePreviousReleaseCauseNoWriteAndNoRestart(t *testing.T) {
 				snap.MetaLeader = objs.StatefulSets[0].Name
 				meta := observe.Group{Kind: observe.GroupMeta, Leader: snap.MetaLeader}
 				for i := range snap.Servers {
-					snap.Servers[i].MetaMembers = []string{"legacy-0", "legacy-1", "legacy-2"}
+					snap.Servers[i].MetaMembers = []string{snap.Servers[0].Name, snap.Servers[1].Name, snap.Servers[2].Name}
 					meta.Members = append(meta.Members, observe.Member{Name: snap.Servers[i].Name, Current: true})
 				}
 				snap.Groups = []observe.Group{meta}
 			}
 			f := newFixture(t, objs.Cluster, kubeObjects...)
+			if objs.OperatorTrust != nil {
+				f.natsObjects = append(f.natsObjects, objs.OperatorTrust)
+				for _, at := range objs.AccountTrusts {
+					f.natsObjects = append(f.natsObjects, at)
+				}
+			}
 			f.snap = snap
 			first := f.sync()
 			assertActions(t, first, "update natsclusters/status "+objs.Cluster.Name)

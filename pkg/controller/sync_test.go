@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
+	trustv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/trust/v1beta1"
 	natsfake "github.com/nats-operator/nats-operator/pkg/generated/clientset/versioned/fake"
 	natsinformers "github.com/nats-operator/nats-operator/pkg/generated/informers/externalversions"
 	"github.com/nats-operator/nats-operator/pkg/observe"
@@ -44,6 +45,8 @@ type fixture struct {
 	t           *testing.T
 	nc          *clusterv1beta1.NatsCluster
 	kubeObjects []runtime.Object
+	// natsObjects are NatsOperatorTrusts and NatsAccountTrusts.
+	natsObjects []runtime.Object
 	snap        *observe.Snapshot
 
 	kube     *k8sfake.Clientset
@@ -63,7 +66,7 @@ func (f *fixture) sync() []core.Action {
 	f.t.Helper()
 	ctx := context.Background()
 	f.kube = k8sfake.NewClientset(f.kubeObjects...)
-	f.nats = natsfake.NewSimpleClientset(f.nc)
+	f.nats = natsfake.NewSimpleClientset(append([]runtime.Object{f.nc}, f.natsObjects...)...)
 	ki := kubeinformers.NewSharedInformerFactory(f.kube, 0)
 	ni := natsinformers.NewSharedInformerFactory(f.nats, 0)
 	inf := Informers{
@@ -87,6 +90,14 @@ func (f *fixture) sync() []core.Action {
 		}
 	}
 	must(inf.Clusters.Informer().GetIndexer().Add(f.nc))
+	for _, o := range f.natsObjects {
+		switch o := o.(type) {
+		case *trustv1beta1.NatsOperatorTrust:
+			must(inf.OperatorTrusts.Informer().GetIndexer().Add(o))
+		case *trustv1beta1.NatsAccountTrust:
+			must(inf.AccountTrusts.Informer().GetIndexer().Add(o))
+		}
+	}
 	for _, o := range f.kubeObjects {
 		switch o := o.(type) {
 		case *appsv1.StatefulSet:

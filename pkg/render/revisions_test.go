@@ -102,11 +102,11 @@ func legacy(t *testing.T, file string) (*rt.Objects, []render.RunningServer) {
 // the revisions, and their templates are recognised without the
 // template-revision annotation they lack.
 func TestObjectsOfThePreviousReleaseKeepTheirRevision(t *testing.T) {
-	for _, file := range []string{"jetstream-claim.yaml", "ephemeral.yaml"} {
+	for _, file := range []string{"jetstream-claim.yaml", "ephemeral.yaml", "operator-mode.yaml"} {
 		t.Run(file, func(t *testing.T) {
 			objs, running := legacy(t, file)
 			legacyRev := objs.Cluster.Status.Config.Revision
-			out, err := render.Render(render.Input{Cluster: objs.Cluster, Running: running})
+			out, err := render.Render(render.Input{Cluster: objs.Cluster, Trust: objs.Trust(), Running: running})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -129,7 +129,7 @@ func TestObjectsOfThePreviousReleaseKeepTheirRevision(t *testing.T) {
 				}
 			}
 
-			fresh, err := render.Render(render.Input{Cluster: objs.Cluster})
+			fresh, err := render.Render(render.Input{Cluster: objs.Cluster, Trust: objs.Trust()})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -139,7 +139,7 @@ func TestObjectsOfThePreviousReleaseKeepTheirRevision(t *testing.T) {
 
 			changed := objs.Cluster.DeepCopy()
 			changed.Spec.Version = "2.15.1"
-			moved, err := render.Render(render.Input{Cluster: changed, Running: running})
+			moved, err := render.Render(render.Input{Cluster: changed, Trust: objs.Trust(), Running: running})
 			if err != nil {
 				t.Fatal(err)
 			}

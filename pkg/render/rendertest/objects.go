@@ -12,6 +12,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
+	trustv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/trust/v1beta1"
+	"github.com/nats-operator/nats-operator/pkg/render"
 )
 
 // Objects are a NatsCluster and the objects it owns, as read from a YAML
@@ -22,6 +24,23 @@ type Objects struct {
 	PDB          *policyv1.PodDisruptionBudget
 	ConfigMaps   []*corev1.ConfigMap
 	StatefulSets []*appsv1.StatefulSet
+	// With spec.auth: the trust it names and the system credentials Secret.
+	OperatorTrust *trustv1beta1.NatsOperatorTrust
+	AccountTrusts []*trustv1beta1.NatsAccountTrust
+	Secrets       []*corev1.Secret
+}
+
+// Trust is the render.Trust the objects' trusts resolve to; nil without
+// an OperatorTrust.
+func (o *Objects) Trust() *render.Trust {
+	if o.OperatorTrust == nil {
+		return nil
+	}
+	tr := &render.Trust{OperatorJWT: o.OperatorTrust.Spec.OperatorJWT, SystemAccountJWT: o.OperatorTrust.Spec.SystemAccountJWT}
+	for _, a := range o.AccountTrusts {
+		tr.Accounts = append(tr.Accounts, render.AccountTrust{Name: a.Name, PublicKey: a.Spec.PublicKey, JWT: a.Spec.JWT})
+	}
+	return tr
 }
 
 // LoadObjects reads a YAML stream of a NatsCluster, Services, a
@@ -67,6 +86,17 @@ func LoadObjects(t testing.TB, path string) *Objects {
 			sts := &appsv1.StatefulSet{}
 			into(sts)
 			objs.StatefulSets = append(objs.StatefulSets, sts)
+		case "NatsOperatorTrust":
+			objs.OperatorTrust = &trustv1beta1.NatsOperatorTrust{}
+			into(objs.OperatorTrust)
+		case "NatsAccountTrust":
+			at := &trustv1beta1.NatsAccountTrust{}
+			into(at)
+			objs.AccountTrusts = append(objs.AccountTrusts, at)
+		case "Secret":
+			sec := &corev1.Secret{}
+			into(sec)
+			objs.Secrets = append(objs.Secrets, sec)
 		default:
 			t.Fatalf("%s: unexpected kind %q", path, tm.Kind)
 		}
