@@ -75,6 +75,15 @@ type Effect struct {
 	// Another cluster name does this too: render names the servers after the
 	// cluster, so the meta group's peers of before are unknown names.
 	ResetsJetStream bool
+	// Reloads: the change can be applied to a running server by a config
+	// reload (SIGHUP / $SYS.REQ.SERVER.<id>.RELOAD): nats-server accepts it,
+	// then reports the new config revision and a new config_load_time in
+	// /varz, and the cluster stays settled; established by the reload matrix
+	// in reload_matrix_test.go. The matrix also requires that the server
+	// then runs the change (tags, JetStream limits, accounts, resolver) and
+	// still fetches accounts from its peers, with and without auth. A version
+	// change never reloads: it is a new binary.
+	Reloads bool
 	// What names the change in messages, e.g. "adding auth".
 	What string
 	// Why says, for a split, what the servers on either side fail to do.
@@ -87,7 +96,17 @@ type Effect struct {
 // effects is the classification of every change kind. It is not guessed: the
 // route-compatibility matrix in matrix_test.go starts real nats-server
 // processes on the old and the new config side by side and asserts that this
-// table equals what they did.
+// table equals what they did; the reload matrix in reload_matrix_test.go
+// does the same for Reloads.
+//
+// No kind reloads with nats-server 2.15. It refuses to reload the system
+// account (every auth change), the server name (another cluster name), the
+// JetStream domain and lowered JetStream limits. It reloads JetStream on or
+// off, but the cluster does not settle (no meta group forms). It reloads
+// tags, raised limits, accounts and the resolver, but with auth every reload
+// replaces the account resolver with one it never starts: the server no
+// longer fetches accounts from its peers, and another resolver type does not
+// take effect.
 var effects = map[ChangeKind]Effect{
 	ChangeAddAuth: {Splits: true, ResetsJetStream: true, What: "adding auth", HoldReason: clusterv1beta1.ReasonAuthChangeBlocked,
 		Why: "a server with auth and one without cannot route to each other"},
