@@ -64,7 +64,9 @@
 //     stream; a down server stepped through a closed gate.
 //   - changes.go: ConfigFacts, the change kinds and which of them split a
 //     cluster or reset JetStream (established by matrix_test.go against real
-//     nats-server processes).
+//     nats-server processes) or can be applied by a config reload (none yet:
+//     reload_matrix_test.go shows every kind refused, unsettled, not in
+//     effect, or breaking the account resolver in operator mode).
 //   - gate.go: the ordered gate checks before each step.
 //   - messages.go: the text of Progressing messages.
 //   - types.go: Input and Decision.
