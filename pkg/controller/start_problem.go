@@ -31,6 +31,11 @@ const maxProblemLength = 300
 // crashing, from its status as the kubelet reports it: "ErrImagePull:
 // <message>", "CrashLoopBackOff: exit code 1: <last line of the termination
 // message>"; empty when there is none.
+//
+// A crash loop is reported between back-offs too: while the kubelet tries
+// again, the container is running (or has just exited) and not Ready, with
+// its last exit non-zero. Reporting only the back-off wait would make the
+// status flicker, and emit a ServerCannotStart Event, on every attempt.
 func startProblem(pod *corev1.Pod) string {
 	if pod == nil || pod.DeletionTimestamp != nil {
 		return ""
@@ -40,6 +45,9 @@ func startProblem(pod *corev1.Pod) string {
 			continue
 		}
 		w := cs.State.Waiting
+		if last := cs.LastTerminationState.Terminated; w == nil && !cs.Ready && cs.RestartCount > 0 && last != nil && last.ExitCode != 0 {
+			w = &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"} // between back-offs
+		}
 		if w == nil || !waitingReasons[w.Reason] {
 			return ""
 		}
