@@ -1,0 +1,75 @@
+package rollout
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
+)
+
+var updateREADME = flag.Bool("update-readme", false, "rewrite the table of changes in README.md from the effects table")
+
+const (
+	readmePath       = "../../README.md"
+	changeTableStart = "<!-- BEGIN change table: generated from pkg/rollout/changes.go by go test ./pkg/rollout -run TestREADMEChangeTable -update-readme -->"
+	changeTableEnd   = "<!-- END change table -->"
+)
+
+// changeTable renders, for every change kind, how the controller applies it,
+// from the effects table the route-compatibility and reload matrices prove.
+func changeTable() string {
+	var b strings.Builder
+	b.WriteString("| Change | Applied by | JetStream |\n|---|---|---|\n")
+	for _, k := range ChangeKinds() {
+		e := EffectOf(k)
+		how := "restarting one server at a time, each behind the gate"
+		switch {
+		case e.Reloads:
+			how = "reloading one server at a time, each behind the gate"
+		case e.Splits:
+			reason := e.HoldReason
+			if reason == "" {
+				reason = clusterv1beta1.ReasonUnsupportedChange
+			}
+			how = fmt.Sprintf("held (`%s`): %s; `%s` restarts every server together", reason, e.Why, clusterv1beta1.AnnotationRestartAll)
+		}
+		js := "kept"
+		if e.ResetsJetStream {
+			js = fmt.Sprintf("starts empty (streams stay on the volumes, unreachable): `%s=%s` is needed when streams exist",
+				clusterv1beta1.AnnotationRestartAll, clusterv1beta1.RestartAllResetJetStream)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", e.What, how, js)
+	}
+	return b.String()
+}
+
+// TestREADMEChangeTable keeps the README's table of what each change does
+// equal to the effects table, so the README cannot claim a change reloads or
+// rolls when the matrices say otherwise.
+func TestREADMEChangeTable(t *testing.T) {
+	raw, err := os.ReadFile(readmePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(raw)
+	i, j := strings.Index(readme, changeTableStart), strings.Index(readme, changeTableEnd)
+	if i < 0 || j < i {
+		t.Fatalf("README.md has no change table between %q and %q", changeTableStart, changeTableEnd)
+	}
+	want := changeTable()
+	got := readme[i+len(changeTableStart)+1 : j]
+	if got == want {
+		return
+	}
+	if *updateREADME {
+		readme = readme[:i+len(changeTableStart)+1] + want + readme[j:]
+		if err := os.WriteFile(readmePath, []byte(readme), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	t.Errorf("README.md's change table differs from changes.go; run go test ./pkg/rollout -run TestREADMEChangeTable -update-readme\ngot:\n%s\nwant:\n%s", got, want)
+}
