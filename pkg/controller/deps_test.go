@@ -31,15 +31,7 @@ func TestControllerNeverReadsNatsConf(t *testing.T) {
 			}
 		}
 	}
-	files, _ := filepath.Glob("*.go")
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		file, err := parser.ParseFile(token.NewFileSet(), f, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for f, file := range sourceFiles(t) {
 		ast.Inspect(file, func(n ast.Node) bool {
 			sel, ok := n.(*ast.SelectorExpr)
 			if !ok {
@@ -63,16 +55,8 @@ func TestControllerNeverReadsNatsConf(t *testing.T) {
 func TestOnlyTheGathererReadsListers(t *testing.T) {
 	listers := map[string]bool{"statefulSets": true, "configMaps": true, "pods": true, "services": true,
 		"pdbs": true, "secrets": true, "operatorTrusts": true, "accountTrusts": true, "clusters": true}
-	files, _ := filepath.Glob("*.go")
 	reads := 0
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		file, err := parser.ParseFile(token.NewFileSet(), f, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for f, file := range sourceFiles(t) {
 		for _, decl := range file.Decls {
 			fn, ok := decl.(*ast.FuncDecl)
 			if !ok || fn.Body == nil || fn.Name.Name == "New" {
@@ -100,4 +84,25 @@ func TestOnlyTheGathererReadsListers(t *testing.T) {
 	if reads < 9 {
 		t.Fatalf("found %d lister reads; the check would prove nothing", reads)
 	}
+}
+
+// sourceFiles parses the package's non-test files, by file name.
+func sourceFiles(t *testing.T) map[string]*ast.File {
+	t.Helper()
+	files, _ := filepath.Glob("*.go")
+	out := map[string]*ast.File{}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		file, err := parser.ParseFile(token.NewFileSet(), f, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[f] = file
+	}
+	if len(out) == 0 {
+		t.Fatal("no source files: the checks would prove nothing")
+	}
+	return out
 }
