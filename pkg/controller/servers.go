@@ -84,7 +84,8 @@ func (c *Controller) createStatefulSet(ctx context.Context, want *appsv1.Statefu
 // short, or a pod the StatefulSet controller will not replace because it is
 // not Ready) is deleted, with its UID as precondition, so a pod is never
 // restarted twice by one step.
-func (c *Controller) restartServer(ctx context.Context, so *serverObjects, target *render.Server, revision string) error {
+func (c *Controller) restartServer(ctx context.Context, so *serverObjects, target *render.Server) error {
+	revision := target.Revision
 	logger := klog.FromContext(ctx)
 	if so.configMap == nil || configMapDiffers(so.configMap, target.ConfigMap) {
 		if err := c.writeConfigMap(ctx, so.configMap, target.ConfigMap); err != nil {

@@ -63,6 +63,7 @@ func (c *Controller) planInput(st *clusterState, out *render.Output, snap *obser
 		s := rollout.ServerState{
 			Name:                   so.name,
 			Ordinal:                int(so.ordinal),
+			TargetConfigRevision:   target.Revision,
 			TargetTemplateRevision: target.TemplateRevision,
 			PodExists:              so.pod != nil,
 			PodReady:               kubeutil.PodReady(so.pod),
@@ -74,6 +75,7 @@ func (c *Controller) planInput(st *clusterState, out *render.Output, snap *obser
 			s.Created = true
 			s.RestartRevision = sts.Spec.Template.Annotations[clusterv1beta1.AnnotationConfigRevision]
 			s.TemplateRevision = render.TemplateRevisionOf(sts)
+			s.CreatedFor = sts.Annotations[clusterv1beta1.AnnotationCreatedFor]
 			s.EphemeralStore = len(sts.Spec.VolumeClaimTemplates) == 0
 			s.ClaimTemplateDiffers = !apiequality.Semantic.DeepEqual(sts.Spec.VolumeClaimTemplates, target.StatefulSet.Spec.VolumeClaimTemplates)
 			var conf []byte
@@ -186,7 +188,7 @@ func (c *Controller) restart(ctx context.Context, st *clusterState, out *render.
 		if !ok || int(i) >= len(st.servers) {
 			return fmt.Errorf("planner stepped unknown server %q", name)
 		}
-		if err := c.restartServer(ctx, &st.servers[i], &out.Servers[i], out.Revision); err != nil {
+		if err := c.restartServer(ctx, &st.servers[i], &out.Servers[i]); err != nil {
 			return err
 		}
 	}

@@ -95,10 +95,23 @@ func checkConfigString(what, s string) error {
 	return nil
 }
 
-// clusterConfigs are the parts of every server's config shared by all
+// SeedServers is how many servers every server's cluster.routes lists at
+// least: the first ones, demo-0 to demo-2 (every server of a smaller
+// cluster). A server beyond them lists every server before it as well, so
+// each pair of servers has a route the later one solicits, and a server's
+// routes do not depend on spec.replicas: adding (or later removing) a server
+// beyond the seeds changes no other server's config. Route gossip alone does
+// not connect two servers that name only the seeds (measured by
+// TestScaleUpRouteGossip in pkg/rollout).
+const SeedServers = 3
+
+// sharedConfig is the parts of every server's config shared by all
 // servers, rendered once.
 type sharedConfig struct {
+	// routes are the route URLs of every server, by ordinal; a server's
+	// config lists the first max(seeds, its ordinal+1) of them.
 	routes    []string
+	seeds     int32
 	jetStream *jetStreamConfig
 	tags      []string
 	trust     *validTrust
@@ -107,11 +120,11 @@ type sharedConfig struct {
 
 func newSharedConfig(nc *clusterv1beta1.NatsCluster, trust *validTrust) (*sharedConfig, error) {
 	s := &sharedConfig{trust: trust}
-	n := nc.Spec.Replicas
-	s.routes = make([]string, 0, n)
-	for i := range n {
+	s.routes = make([]string, 0, nc.Spec.Replicas)
+	for i := range nc.Spec.Replicas {
 		s.routes = append(s.routes, RouteURL(nc.Name, nc.Namespace, i))
 	}
+	s.seeds = min(nc.Spec.Replicas, SeedServers)
 	if js := nc.Spec.JetStream; js != nil {
 		s.jetStream = &jetStreamConfig{StoreDir: JetStreamStoreDir, Domain: js.Domain}
 		limits := DeriveJetStreamLimits(&nc.Spec)
@@ -160,7 +173,7 @@ func (s *sharedConfig) server(nc *clusterv1beta1.NatsCluster, ordinal int32, ope
 		Cluster: clusterConfig{
 			Name:   nc.Name,
 			Listen: fmt.Sprintf("0.0.0.0:%d", ClusterPort),
-			Routes: s.routes,
+			Routes: s.routes[:max(s.seeds, ordinal+1)],
 		},
 		JetStream:  s.jetStream,
 		ServerTags: s.tags,

@@ -43,20 +43,28 @@
 // TemplateRevisionOf reads it back (and computes it for a StatefulSet written
 // before the annotation existed).
 //
-// The config revision (Output.Revision) is a SHA-256 over, for every server
-// in ordinal order, its nats.conf rendered without the revision and its
-// template revision. It is written into every server's nats.conf as
-// server_metadata.config_revision (what the server reports in /varz, the
-// proof it runs the config) and into every pod template as
+// Each server has its own config revision (Server.Revision): the first 10
+// hex characters of a SHA-256 over its nats.conf rendered without the
+// revision and its template revision. It is written into the server's
+// nats.conf as server_metadata.config_revision (what the server reports in
+// /varz, the proof it runs the config) and into its pod template as
 // cluster.nats-operator.io/config-revision, the config the pod is restarted
 // for. A change of the config alone leaves the template revision alone, so a
 // config could be applied without a restart; Services and the PDB enter
-// neither revision.
+// neither revision. Every server's cluster.routes lists the first
+// SeedServers servers only (the others are learnt by route gossip), so a
+// server added by a scale-up changes no other server's config or revision.
 //
-// Input.Running are the servers' existing objects. When every server's
-// ConfigMap and StatefulSet equal the rendered ones apart from the revisions
-// and carry one config revision, that revision is kept: an upgrade of the
-// operator that computes revisions differently restarts no cluster.
+// The cluster's revision (Output.Revision, status.config.revision) is the
+// revision every server carries when they all carry the same one (a single
+// server; servers an older release wrote), else a SHA-256 over the servers'
+// revisions in ordinal order.
+//
+// Input.Running are the servers' existing objects. When a server's ConfigMap
+// and StatefulSet equal the rendered ones apart from the revisions and carry
+// one config revision, that revision is kept: an upgrade of the controller
+// that computes revisions differently restarts no server whose objects it
+// would not change.
 //
 // # Facts and reading configs back
 //
@@ -84,8 +92,8 @@
 //     Before 2.11 js-meta-only does not exist and js-server-only meant what
 //     js-meta-only means now, so startup uses /healthz?js-server-only=true and
 //     readiness and liveness /healthz?js-enabled-only=true.
-//   - The config revision is in every server's config and pod template, so
-//     any change changes every server's ConfigMap and pod template. Write a
-//     server's ConfigMap before its StatefulSet: the pod the StatefulSet
-//     restarts mounts the ConfigMap as it is then.
+//   - A server's config revision is in its config and pod template, so any
+//     change of its config changes both. Write a server's ConfigMap before
+//     its StatefulSet: the pod the StatefulSet restarts mounts the ConfigMap
+//     as it is then.
 package render

@@ -75,8 +75,8 @@ var configFields = map[string]fieldRole{
 	"cluster":                rolls("always present"),
 	"cluster.name":           fact("ClusterName"),
 	"cluster.listen":         rolls("a constant (0.0.0.0:6222)"),
-	"cluster.routes": rolls("one route per server of the spec; servers with more or fewer routes route to each other, " +
-		"as every matrix case with servers on two specs shows (solicited routes are matched by server name)"),
+	"cluster.routes": rolls("one route per seed server (the first SeedServers) and per server before this one; servers with more or fewer routes route to each other, " +
+		"as every matrix case with servers on two specs shows (solicited routes are matched by server name) and TestScaleUpRouteGossip shows for added servers"),
 	"jetstream":                       fact("JetStream"),
 	"jetstream.store_dir":             rolls("a constant path"),
 	"jetstream.max_memory_store":      fact("MaxMemoryStore"),

@@ -58,7 +58,7 @@ func outputYAML(t *testing.T, out *render.Output) []byte {
 	fmt.Fprintf(&buf, "# revision: %s\n# auth: %s\n", out.Revision, out.Auth)
 	objs := []any{out.ClientService, out.HeadlessService, out.PDB}
 	for _, s := range out.Servers {
-		fmt.Fprintf(&buf, "# server %s: template revision %s\n", s.Name, s.TemplateRevision)
+		fmt.Fprintf(&buf, "# server %s: config revision %s, template revision %s\n", s.Name, s.Revision, s.TemplateRevision)
 		objs = append(objs, s.ConfigMap, s.StatefulSet)
 	}
 	for _, o := range objs {

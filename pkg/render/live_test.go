@@ -83,8 +83,8 @@ func checkReportedRevision(t *testing.T, lc *rt.LocalCluster, out *render.Output
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := v.Metadata["config_revision"]; got != out.Revision {
-			t.Errorf("%s reports config revision %q, want %q", out.Servers[i].Name, got, out.Revision)
+		if got := v.Metadata["config_revision"]; got != out.Servers[i].Revision {
+			t.Errorf("%s reports config revision %q, want %q", out.Servers[i].Name, got, out.Servers[i].Revision)
 		}
 	}
 }
@@ -201,8 +201,12 @@ func TestRenderedServersInOperatorMode(t *testing.T) {
 				if err := json.Unmarshal(msg.Data, &resp); err != nil {
 					return err
 				}
-				if got := resp.Server.Metadata["config_revision"]; got != out.Revision {
-					return fmt.Errorf("%s reports revision %q over STATSZ", resp.Server.Name, got)
+				i, ok := render.ServerOrdinal(nc.Name, resp.Server.Name)
+				if !ok || int(i) >= len(out.Servers) {
+					return fmt.Errorf("an unknown server %q answered STATSZ", resp.Server.Name)
+				}
+				if got, want := resp.Server.Metadata["config_revision"], out.Servers[i].Revision; got != want {
+					return fmt.Errorf("%s reports revision %q over STATSZ, want %q", resp.Server.Name, got, want)
 				}
 				if !slices.Contains(names, resp.Server.Name) {
 					names = append(names, resp.Server.Name)

@@ -108,8 +108,8 @@ func TestEveryObjectCarriesLabelsAndOwner(t *testing.T) {
 				t.Errorf("%s claim template has owner references: PVCs must outlive the cluster", s.Name)
 			}
 		}
-		if got := s.StatefulSet.Spec.Template.Annotations[clusterv1beta1.AnnotationConfigRevision]; got != out.Revision {
-			t.Errorf("%s pod template revision %q, want %q", s.Name, got, out.Revision)
+		if got := s.StatefulSet.Spec.Template.Annotations[clusterv1beta1.AnnotationConfigRevision]; got != s.Revision {
+			t.Errorf("%s pod template revision %q, want its config revision %q", s.Name, got, s.Revision)
 		}
 		if s.ConfigMap.Data[render.ConfigKey] != string(s.Config) {
 			t.Errorf("%s ConfigMap does not hold the config", s.Name)

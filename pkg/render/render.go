@@ -28,9 +28,9 @@ type Input struct {
 	Trust *Trust
 	// Running are the servers' existing objects, by ordinal (any order; a
 	// server without objects may be left out). They change no rendered
-	// content: when every server's existing objects equal the rendered ones
-	// apart from the revisions, the revision they carry is kept (see "The
-	// revisions" in doc.go), so a cluster written by an older release is not
+	// content: when a server's existing objects equal the rendered ones apart
+	// from the revisions, the revision they carry is kept (see "The
+	// revisions" in doc.go), so a server written by an older release is not
 	// restarted by a new way of computing revisions.
 	Running []RunningServer
 }
@@ -46,9 +46,12 @@ type RunningServer struct {
 
 // Output is every object of the cluster, ready to apply.
 type Output struct {
-	// Revision is the target config revision (10 hex characters), written in
-	// every server's config and, as the config the pod is restarted for, in
-	// every pod template. It changes with any server's config or template.
+	// Revision is the cluster's target config revision (10 hex characters):
+	// the revision every server carries when they all carry the same one (a
+	// single server, or servers an older release wrote), else a digest of
+	// the servers' revisions in ordinal order. It changes with any server's
+	// config or template; status.config.revision and
+	// status.rollout.targetRevision name it.
 	Revision string
 	// Servers in ordinal order.
 	Servers []Server
@@ -67,13 +70,23 @@ type Server struct {
 	// Name is the server name, e.g. demo-0: server_name, StatefulSet name.
 	Name    string
 	Ordinal int32
+	// Revision is the server's own config revision (10 hex characters): a
+	// digest of its nats.conf without the revision and of its template
+	// revision, or the revision its existing objects carry when they equal
+	// these apart from the revisions. It is written in its nats.conf
+	// (server_metadata.config_revision, what the server reports) and, as the
+	// config the pod is restarted for, in its pod template. A change of
+	// another server (a server added by a scale-up) leaves it alone.
+	Revision string
 	// Config is nats.conf (JSON), the revision included.
 	Config []byte
 	// Facts are the facts of Config the planner classifies.
 	Facts Facts
 	// ConfigMap holds Config under ConfigKey.
 	ConfigMap *corev1.ConfigMap
-	// StatefulSet runs the server, both revision annotations included.
+	// StatefulSet runs the server, both revision annotations included in its
+	// pod template, and the cluster's revision as AnnotationCreatedFor (kept
+	// from its creation: steps write the template and labels only).
 	StatefulSet *appsv1.StatefulSet
 	// TemplateRevision (10 hex characters) is the digest of the StatefulSet
 	// spec without the revision annotations, written in the pod template as
@@ -155,8 +168,7 @@ func Render(in Input) (*Output, error) {
 		Auth:            auth,
 	}
 
-	// First pass: everything without the revision, hashed.
-	revHash := sha256.New()
+	// First pass: everything without the revisions.
 	for i := range n {
 		c := shared.server(nc, i, operatorJWT)
 		cfg, err := marshalConfig(c)
@@ -168,11 +180,10 @@ func Render(in Input) (*Output, error) {
 		if err != nil {
 			return nil, fmt.Errorf("render: encoding the StatefulSet of %s: %w", ServerName(nc.Name, i), err)
 		}
-		writeFramed(revHash, cfg)
-		writeFramed(revHash, []byte(tmplRev))
 		out.Servers[i] = Server{
 			Name:             ServerName(nc.Name, i),
 			Ordinal:          i,
+			Revision:         serverRevision(cfg, tmplRev),
 			Config:           cfg,
 			Facts:            factsOf(c, nc.Spec.Version, auth.Operator),
 			StatefulSet:      sts,
@@ -180,57 +191,73 @@ func Render(in Input) (*Output, error) {
 			configDigest:     digest(cfg),
 		}
 	}
-	out.Revision = hex.EncodeToString(revHash.Sum(nil))[:10]
-	if kept, ok := keptRevision(out.Servers, in.Running); ok {
-		out.Revision = kept
-	}
+	keepRevisions(out.Servers, in.Running)
+	out.Revision = clusterRevision(out.Servers)
 
 	// Second pass: insert the revisions.
 	for i := range out.Servers {
 		s := &out.Servers[i]
-		cfg, err := insertRevision(s.Config, out.Revision)
+		cfg, err := insertRevision(s.Config, s.Revision)
 		if err != nil {
 			return nil, fmt.Errorf("render: config of %s: %w", s.Name, err)
 		}
 		s.Config = cfg
 		s.ConfigMap = configMap(nc, s.Ordinal, cfg)
-		s.StatefulSet.Spec.Template.Annotations[clusterv1beta1.AnnotationConfigRevision] = out.Revision
+		s.StatefulSet.Spec.Template.Annotations[clusterv1beta1.AnnotationConfigRevision] = s.Revision
 		s.StatefulSet.Spec.Template.Annotations[clusterv1beta1.AnnotationTemplateRevision] = s.TemplateRevision
+		s.StatefulSet.Annotations = map[string]string{clusterv1beta1.AnnotationCreatedFor: out.Revision}
 	}
 	return out, nil
 }
 
-// keptRevision is the revision every server's existing objects carry when
-// they all equal the rendered ones apart from the revisions: the cluster
-// runs the target already, under a name an older release may have computed
-// otherwise. Every server must have both objects, the same config revision
-// in its config and as the config its pod was restarted for, and the
-// template revision rendered now.
-func keptRevision(servers []Server, running []RunningServer) (string, bool) {
-	if len(running) != len(servers) {
-		return "", false
+// serverRevision is a server's config revision: a digest of its config
+// without the revision and of its template revision.
+func serverRevision(cfg []byte, templateRevision string) string {
+	h := sha256.New()
+	writeFramed(h, cfg)
+	writeFramed(h, []byte(templateRevision))
+	return hex.EncodeToString(h.Sum(nil))[:10]
+}
+
+// clusterRevision is the revision every server carries when they all carry
+// the same, else a digest of the servers' revisions in ordinal order.
+func clusterRevision(servers []Server) string {
+	same := true
+	for _, s := range servers {
+		same = same && s.Revision == servers[0].Revision
 	}
-	rev := ""
-	seen := make(map[int32]bool, len(running))
+	if same {
+		return servers[0].Revision
+	}
+	h := sha256.New()
+	for _, s := range servers {
+		writeFramed(h, []byte(s.Revision))
+	}
+	return hex.EncodeToString(h.Sum(nil))[:10]
+}
+
+// keepRevisions keeps, for each server whose existing objects equal the
+// rendered ones apart from the revisions, the revision they carry: the
+// server runs its target already, under a name an older release may have
+// computed otherwise. The server must have both objects, the same config
+// revision in its config and as the config its pod was restarted for, and
+// the template revision rendered now.
+func keepRevisions(servers []Server, running []RunningServer) {
 	for _, r := range running {
-		if r.Ordinal < 0 || int(r.Ordinal) >= len(servers) || seen[r.Ordinal] || r.Config == nil || r.StatefulSet == nil {
-			return "", false
+		if r.Ordinal < 0 || int(r.Ordinal) >= len(servers) || r.Config == nil || r.StatefulSet == nil {
+			continue
 		}
-		seen[r.Ordinal] = true
-		target := servers[r.Ordinal]
+		target := &servers[r.Ordinal]
 		rc, err := ReadConfig(r.Config, target.Facts.Version)
 		if err != nil || rc.Revision == "" || rc.digest != target.configDigest {
-			return "", false
+			continue
 		}
-		if rev == "" {
-			rev = rc.Revision
-		}
-		if rc.Revision != rev || r.StatefulSet.Spec.Template.Annotations[clusterv1beta1.AnnotationConfigRevision] != rev ||
+		if r.StatefulSet.Spec.Template.Annotations[clusterv1beta1.AnnotationConfigRevision] != rc.Revision ||
 			TemplateRevisionOf(r.StatefulSet) != target.TemplateRevision {
-			return "", false
+			continue
 		}
+		target.Revision = rc.Revision
 	}
-	return rev, true
 }
 
 // TemplateRevisionOf is the template revision of an existing StatefulSet: its

@@ -1,6 +1,7 @@
 package render_test
 
 import (
+	"bytes"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -53,8 +54,8 @@ func TestReadConfigGivesTheFactsRenderComputed(t *testing.T) {
 				if diff := cmp.Diff(s.Facts, got.Facts); diff != "" {
 					t.Errorf("%s: facts read back (-rendered +read):\n%s", s.Name, diff)
 				}
-				if got.Revision != out.Revision {
-					t.Errorf("%s: read revision %q, rendered %q", s.Name, got.Revision, out.Revision)
+				if got.Revision != s.Revision {
+					t.Errorf("%s: read revision %q, rendered %q", s.Name, got.Revision, s.Revision)
 				}
 			}
 		})
@@ -150,27 +151,82 @@ func TestObjectsOfThePreviousReleaseKeepTheirRevision(t *testing.T) {
 	}
 }
 
-// The revision is kept only when every server's objects equal the target: one
-// server edited by hand, or missing, gives the computed revision.
-func TestARevisionIsKeptOnlyWhenEveryServerEqualsTheTarget(t *testing.T) {
+// A revision is kept only by the servers whose objects equal their target:
+// a server edited by hand, missing, or restarted for another revision gets
+// the computed revision, the others keep theirs, and the cluster's revision
+// is then no longer the legacy one.
+func TestARevisionIsKeptOnlyByTheServersThatEqualTheirTarget(t *testing.T) {
 	objs, running := legacy(t, "jetstream-claim.yaml")
 	legacyRev := objs.Cluster.Status.Config.Revision
+	fresh, err := render.Render(render.Input{Cluster: objs.Cluster})
+	if err != nil {
+		t.Fatal(err)
+	}
 	edited := append([]render.RunningServer(nil), running...)
 	sts := edited[1].StatefulSet.DeepCopy()
 	sts.Spec.Template.Spec.Containers[0].Image = "nats:2.15.1"
 	edited[1].StatefulSet = sts
-	missing := running[:2]
 	otherRev := append([]render.RunningServer(nil), running...)
 	otherRev[2].StatefulSet = withRestartRevision(running[2].StatefulSet, "0123456789")
-	for name, r := range map[string][]render.RunningServer{
-		"a template edited by hand": edited, "a server missing": missing, "a pod restarted for another revision": otherRev,
+	for _, tt := range []struct {
+		name    string
+		running []render.RunningServer
+		odd     int
+	}{
+		{"a template edited by hand", edited, 1},
+		{"a server missing", running[:2], 2},
+		{"a pod restarted for another revision", otherRev, 2},
 	} {
-		out, err := render.Render(render.Input{Cluster: objs.Cluster, Running: r})
+		out, err := render.Render(render.Input{Cluster: objs.Cluster, Running: tt.running})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if out.Revision == legacyRev {
-			t.Errorf("%s: kept the legacy revision", name)
+			t.Errorf("%s: the cluster kept the legacy revision", tt.name)
+		}
+		for i, s := range out.Servers {
+			want := legacyRev
+			if i == tt.odd {
+				want = fresh.Servers[i].Revision
+			}
+			if s.Revision != want {
+				t.Errorf("%s: %s has revision %s, want %s", tt.name, s.Name, s.Revision, want)
+			}
+		}
+	}
+}
+
+// Adding servers changes no existing server's objects (what a step writes:
+// the ConfigMap, the StatefulSet's spec and labels; the created-for
+// annotation is written only at creation): routes list the seed servers only
+// (render.SeedServers), and each server's revision is its own.
+// The servers of a cluster of fewer than three gain routes on the way to
+// three, so their objects change.
+func TestAddingServersLeavesTheRunningServersObjectsAlone(t *testing.T) {
+	for _, from := range []int32{1, 2, 3, 4} {
+		for _, to := range []int32{from + 1, from + 2, 7} {
+			nc := rt.NewCluster("default", "demo", rt.JetStream(), rt.Claim("1Gi", ""), rt.Replicas(from))
+			small, err := render.Render(render.Input{Cluster: nc})
+			if err != nil {
+				t.Fatal(err)
+			}
+			nc.Spec.Replicas = to
+			big, err := render.Render(render.Input{Cluster: nc})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if small.Revision == big.Revision {
+				t.Errorf("%d -> %d servers: the cluster revision %s did not change", from, to, small.Revision)
+			}
+			for i, s := range small.Servers {
+				b := big.Servers[i]
+				same := s.Revision == b.Revision && bytes.Equal(s.Config, b.Config) &&
+					apiequality.Semantic.DeepEqual(s.StatefulSet.Spec, b.StatefulSet.Spec) &&
+					apiequality.Semantic.DeepEqual(s.StatefulSet.Labels, b.StatefulSet.Labels) && apiequality.Semantic.DeepEqual(s.ConfigMap, b.ConfigMap)
+				if wantSame := from >= render.SeedServers; same != wantSame {
+					t.Errorf("%d -> %d servers: the objects of %s stay the same: %t, want %t", from, to, s.Name, same, wantSame)
+				}
+			}
 		}
 	}
 }

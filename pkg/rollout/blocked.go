@@ -14,8 +14,22 @@ import (
 // last restarted for the target config (the step that restarts it writes the
 // ConfigMap first). Whether the pod runs it is for the server to report.
 func (in *Input) atTarget(s ServerState) bool {
-	return s.Created && s.ConfigRevision == in.TargetRevision && s.RestartRevision == in.TargetRevision &&
+	rev := in.targetOf(s)
+	return s.Created && s.ConfigRevision == rev && s.RestartRevision == rev &&
 		s.TemplateRevision == s.TargetTemplateRevision
+}
+
+// targetOf is the config revision the target renders for a server.
+func (in *Input) targetOf(s ServerState) string {
+	if s.TargetConfigRevision != "" {
+		return s.TargetConfigRevision
+	}
+	return in.TargetRevision
+}
+
+// reportsTarget says the server answered and reports its target revision.
+func (in *Input) reportsTarget(s ServerState) bool {
+	return s.Answered && s.ReportedRevision == in.targetOf(s)
 }
 
 // blocked holds a target that cannot be computed or acted on.

@@ -12,8 +12,8 @@
 //
 // # Filling the Input (the controller's side)
 //
-//   - Cluster: the NatsCluster's name. TargetRevision: pkg/render's config
-//     revision. Target: render's Facts of the rendered config, converted
+//   - Cluster: the NatsCluster's name. TargetRevision: pkg/render's cluster
+//     config revision (each server's own goes in its ServerState). Target: render's Facts of the rendered config, converted
 //     (rollout.ConfigFacts(f)).
 //   - Blocked: set instead of a target when a reference of spec.auth does not
 //     resolve, render refuses the trust or the spec (InvalidSpec), or an
@@ -22,8 +22,10 @@
 //     StatefulSet.
 //   - ConvergedRevision: status.config.revision ("" until the cluster first
 //     converged).
-//   - Servers: one ServerState per server of the spec: Created when its
-//     StatefulSet exists; ConfigRevision from its ConfigMap (render.ReadConfig);
+//   - Servers: one ServerState per server of the spec: TargetConfigRevision,
+//     the server's own revision render computed; Created when its
+//     StatefulSet exists; CreatedFor from its created-for annotation;
+//     ConfigRevision from its ConfigMap (render.ReadConfig);
 //     RestartRevision from the pod template's config-revision annotation;
 //     TemplateRevision (render.TemplateRevisionOf) and TargetTemplateRevision
 //     (render's); ClaimTemplateDiffers; PodExists/PodReady from the pod;
@@ -41,6 +43,9 @@
 // # Acting on the Decision
 //
 //   - Create: create these servers' ConfigMap and StatefulSet at the target.
+//     A scale-up creates the added servers and steps no running server
+//     (Progressing ScalingUp until they joined): their configs do not
+//     change, since routes list the seed servers only.
 //   - Step, by Kind: RestartOne: update that server's ConfigMap, then its
 //     StatefulSet, to the target and restart its pod; Event ServerRestarted.
 //     RestartAll: the same for every server together; Event

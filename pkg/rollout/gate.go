@@ -141,14 +141,11 @@ func checkTargetRevision(in *Input, servers []ServerState) string {
 		switch {
 		case !s.Answered:
 			parts = append(parts, fmt.Sprintf("%s did not answer", s.Name))
-		case s.ReportedRevision != in.TargetRevision:
-			parts = append(parts, fmt.Sprintf("%s reports revision %s", s.Name, orNone(s.ReportedRevision)))
+		case s.ReportedRevision != in.targetOf(s):
+			parts = append(parts, fmt.Sprintf("%s reports revision %s, not %s", s.Name, orNone(s.ReportedRevision), in.targetOf(s)))
 		}
 	}
-	if len(parts) == 0 {
-		return ""
-	}
-	return strings.Join(parts, ", ") + ", not " + in.TargetRevision
+	return strings.Join(parts, ", ")
 }
 
 func isAre(n int) string {

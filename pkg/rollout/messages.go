@@ -46,6 +46,18 @@ func waitingMessage(cur, next string, k, n, stepped int, waitingFor string, bloc
 	return msg
 }
 
+// scaleUpMessage: "adding demo-3, demo-4 (5 servers), no running server
+// restarts; waiting for MetaMembership", with the wait and the detail once
+// the gate is blocked.
+func scaleUpMessage(added []string, n int, waitingFor string, blocked bool, waited time.Duration, detail string) string {
+	msg := fmt.Sprintf("adding %s (%d %s), no running server restarts; waiting for %s",
+		strings.Join(added, ", "), n, plural(n, "server", "servers"), waitingFor)
+	if blocked {
+		msg += " for " + formatWait(waited) + ": " + detail
+	}
+	return msg
+}
+
 // formatWait renders a wait in whole minutes: 12m, 1h5m.
 func formatWait(d time.Duration) string {
 	m := int(d / time.Minute)

@@ -54,6 +54,12 @@ package rollout
 // Paths the diagram leaves implicit:
 //   - created but never converged (ConvergedRevision ""): Creating (True)
 //     until the gate opens with every server on the target, then UpToDate;
+//   - servers added by a scale-up (created for the target revision, or not
+//     created yet) while no running server needs a step and none was stepped
+//     toward the target: ScalingUp (True) until the gate opens with every
+//     server on its target, GateBlocked after GateBlockedAfter; each server
+//     is compared with its own target revision (TargetConfigRevision), so the
+//     running servers need no step;
 //   - streams unknown (the observation failed) are treated as present: a
 //     change that resets JetStream needs restart-all=reset-jetstream;
 //   - a restart that would destroy the only current copy of a stream (no
@@ -231,13 +237,39 @@ func (p *planner) noStepNeeded() Decision {
 			Progressing: condition(metav1.ConditionTrue, clusterv1beta1.ReasonCreating, joinNonEmpty(creatingMessage(in, len(p.servers), gate), p.startProblems())),
 		})
 	}
+	if added := p.added(); len(added) > 0 && !stepping {
+		return p.scaleUp(gate, added)
+	}
 	return p.waitForGate(gate, "")
+}
+
+// added are the servers this rollout adds: created for the target revision,
+// or to be created now.
+func (p *planner) added() []string {
+	var out []string
+	for _, s := range p.servers {
+		if !s.Created || (s.CreatedFor != "" && s.CreatedFor == p.in.TargetRevision) {
+			out = append(out, s.Name)
+		}
+	}
+	return out
+}
+
+// scaleUp waits for the servers a scale-up adds, when no running server
+// needs a step: ScalingUp until the gate opens with every server on its
+// target, GateBlocked once it stays closed for GateBlockedAfter.
+func (p *planner) scaleUp(gate gateResult, added []string) Decision {
+	st := p.rolloutStatus("", gate)
+	st.Updated = nil
+	return p.wait(st, gate, clusterv1beta1.ReasonScalingUp, func(waitingFor string, blocked bool, waited time.Duration, detail string) string {
+		return scaleUpMessage(added, len(p.servers), waitingFor, blocked, waited, detail)
+	})
 }
 
 // everyServerOnTarget: every server exists at the target and reports it.
 func (p *planner) everyServerOnTarget() bool {
 	for _, s := range p.servers {
-		if !p.in.atTarget(s) || !s.PodReady || !s.Answered || s.ReportedRevision != p.in.TargetRevision {
+		if !p.in.atTarget(s) || !s.PodReady || !p.in.reportsTarget(s) {
 			return false
 		}
 	}
@@ -426,7 +458,18 @@ func (p *planner) stepOne(target ServerState, rest []ServerState, gate gateResul
 // empty after the last step.
 func (p *planner) waitForGate(gate gateResult, next string) Decision {
 	cur := p.current(gate)
-	st := p.rolloutStatus(cur, gate)
+	return p.wait(p.rolloutStatus(cur, gate), gate, clusterv1beta1.ReasonRollingRestart,
+		func(waitingFor string, blocked bool, waited time.Duration, detail string) string {
+			return waitingMessage(cur, next, p.position(cur), p.total, p.done, waitingFor, blocked, waited, detail)
+		})
+}
+
+// wait holds with reason, or GateBlocked once the gate has been closed on
+// the same check for GateBlockedAfter; describe gives the message from the
+// closed check (PodsReady when the gate is open but some server does not run
+// its target yet), whether it is blocked, for how long and what fails.
+func (p *planner) wait(st *clusterv1beta1.RolloutStatus, gate gateResult, reason string,
+	describe func(waitingFor string, blocked bool, waited time.Duration, detail string) string) Decision {
 	waitingFor, detail := gate.waitingFor, gate.detail
 	if gate.open() {
 		// Only reachable after the last step: the gate is open but some
@@ -438,11 +481,10 @@ func (p *planner) waitForGate(gate gateResult, next string) Decision {
 		since = st.Gate.Since.Time
 	}
 	waited := p.in.Now.Sub(since)
-	reason := clusterv1beta1.ReasonRollingRestart
 	if waited >= GateBlockedAfter {
 		reason = clusterv1beta1.ReasonGateBlocked
 	}
-	msg := waitingMessage(cur, next, p.position(cur), p.total, p.done, waitingFor, reason == clusterv1beta1.ReasonGateBlocked, waited, detail)
+	msg := describe(waitingFor, reason == clusterv1beta1.ReasonGateBlocked, waited, detail)
 	if problems := p.startProblems(); problems != "" {
 		msg += "; " + problems
 	}
@@ -467,7 +509,7 @@ func (p *planner) current(gate gateResult) string {
 	}
 	var unconfirmed []string
 	for _, s := range p.stepped {
-		if !s.PodReady || !s.Answered || s.ReportedRevision != p.in.TargetRevision {
+		if !s.PodReady || !p.in.reportsTarget(s) {
 			unconfirmed = append(unconfirmed, s.Name)
 		}
 	}
@@ -543,10 +585,11 @@ func finish(d Decision) Decision {
 
 // Notifies says whether a Progressing reason is a hold that needs the
 // user's attention, so an Event marks its start and end: every hold but
-// waiting for the gate (RollingRestart), and no state that is not a hold.
+// waiting for the gate (RollingRestart, ScalingUp), and no state that is not
+// a hold.
 func Notifies(reason string) bool {
 	switch reason {
-	case clusterv1beta1.ReasonRollingRestart, clusterv1beta1.ReasonUpToDate, clusterv1beta1.ReasonCreating, "":
+	case clusterv1beta1.ReasonRollingRestart, clusterv1beta1.ReasonScalingUp, clusterv1beta1.ReasonUpToDate, clusterv1beta1.ReasonCreating, "":
 		return false
 	}
 	return true

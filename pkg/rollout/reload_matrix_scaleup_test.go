@@ -8,26 +8,57 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-operator/nats-operator/pkg/render"
 	"github.com/nats-operator/nats-operator/pkg/render/rendertest"
 )
 
 // TestScaleUpRouteGossip establishes, with real nats-server processes, that
-// scaling a cluster up needs no change on the servers already running: their
-// configs keep listing only the routes of the old size, and route gossip and
-// JetStream take the new servers in.
+// scaling a cluster up needs no change on the servers already running: route
+// routes solicited by the new servers and JetStream take them in. render
+// relies on it: a server's cluster.routes names the first render.SeedServers
+// servers and every server before it, never one after it.
 //
 // Servers 0..2 run a 3-server render of a NatsCluster (their cluster.routes
-// name 3 servers) and hold an R3 stream. Servers 3 and 4 then start from a
-// 5-server render of the same NatsCluster (their routes name all 5); servers
-// 0..2 are not touched. The test records whether every server routes to the
+// name servers 0..2) and hold an R3 stream. Servers 3 and 4 then start from a
+// 5-server render of the same NatsCluster (demo-3's routes name 0..3,
+// demo-4's 0..4); servers 0..2 are not touched. The test records whether every server routes to the
 // 4 others (/routez), whether the JetStream meta group has 5 members with one
 // leader that sees the 4 others current (/jsz), and whether the stream keeps
 // its leader and replicas and takes writes through all 5 servers; and asserts
 // what nats-server 2.15 does, so an upgrade that changes it fails here.
+//
+// A second layout, servers 3 and 4 naming the seeds 0..2 only, shows why a
+// server also names the servers before it: route gossip then never connects
+// demo-3 and demo-4 to each other.
 func TestScaleUpRouteGossip(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real nats-server processes; skipped with -short")
 	}
+	for _, tt := range []struct {
+		name string
+		// seedsOnly cuts the added servers' routes to the seeds.
+		seedsOnly bool
+		want      scaleUp
+		wait      time.Duration
+	}{
+		{"the rendered routes: the seeds and every server before", false, scaleUp{mesh: true, meta: true, placementKept: true, writable: true}, 30 * time.Second},
+		{"the seeds only", true, scaleUp{mesh: false, meta: true, placementKept: true, writable: true}, 15 * time.Second},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got := runScaleUp(t, tt.seedsOnly, tt.wait)
+			if got.mesh != tt.want.mesh || got.meta != tt.want.meta || got.placementKept != tt.want.placementKept || got.writable != tt.want.writable {
+				t.Errorf("scale-up from 3 to 5 servers without touching the 3: mesh=%t meta=%t placement kept=%t writable=%t, want %t %t %t %t (%s)",
+					got.mesh, got.meta, got.placementKept, got.writable, tt.want.mesh, tt.want.meta, tt.want.placementKept, tt.want.writable, got.detail)
+			}
+		})
+	}
+}
+
+// runScaleUp starts servers 0..2 on a 3-server render with an R3 stream,
+// then servers 3 and 4 on a 5-server render, and observes the 5 for up to
+// wait (all of it when something never holds).
+func runScaleUp(t *testing.T, seedsOnly bool, wait time.Duration) scaleUp {
 	bin := natsBinary(t, rendertest.DefaultVersion)
 	base := rendertest.JetStreamLimits("256Mi", "1Gi")
 	three := matrixSpec{cluster: rendertest.NewCluster(matrixNamespace, "demo", base)}.render(t)
@@ -37,14 +68,18 @@ func TestScaleUpRouteGossip(t *testing.T) {
 	servers := make([]*natsServer, len(five.Servers))
 	runs := make([]serverRun, len(five.Servers))
 	for i := range five.Servers {
-		s, want := five.Servers[i], 5
+		s, want := five.Servers[i], max(render.SeedServers, i+1)
 		if i < len(three.Servers) {
-			s, want = three.Servers[i], 3
+			s = three.Servers[i]
 		}
 		if n := routeCount(t, s.Config); n != want {
 			t.Fatalf("%s's rendered config lists %d routes, want %d", s.Name, n, want)
 		}
-		cfg, err := rendertest.LocalizeConfig(s.Config, locals[i], routes)
+		conf := s.Config
+		if seedsOnly {
+			conf = cutRoutes(t, conf, render.SeedServers)
+		}
+		cfg, err := rendertest.LocalizeConfig(conf, locals[i], routes)
 		if err != nil {
 			t.Fatalf("localizing %s: %v", s.Name, err)
 		}
@@ -73,16 +108,29 @@ func TestScaleUpRouteGossip(t *testing.T) {
 	for i := 3; i < 5; i++ {
 		servers[i].start(t, runs[i])
 	}
-	got := observeScaleUp(servers, before, &acked, 30*time.Second)
+	got := observeScaleUp(servers, before, &acked, wait)
 	t.Logf("after starting servers 3 and 4 (%s): full route mesh=%t, meta group of 5=%t (cluster_size %d, leader %s), stream kept its placement=%t, stream writable through all 5=%t; %s",
 		time.Since(start).Round(100*time.Millisecond), got.mesh, got.meta, got.metaSize, got.metaLeader, got.placementKept, got.writable, got.detail)
 	t.Logf("stream placement before: %s; after: %s", before, got.placement)
+	return got
+}
 
-	want := scaleUp{mesh: true, meta: true, placementKept: true, writable: true}
-	if got.mesh != want.mesh || got.meta != want.meta || got.placementKept != want.placementKept || got.writable != want.writable {
-		t.Errorf("scale-up from 3 to 5 servers without touching the 3: mesh=%t meta=%t placement kept=%t writable=%t, want %t %t %t %t (%s)",
-			got.mesh, got.meta, got.placementKept, got.writable, want.mesh, want.meta, want.placementKept, want.writable, got.detail)
+// cutRoutes keeps the first n of a rendered config's cluster.routes.
+func cutRoutes(t *testing.T, cfg []byte, n int) []byte {
+	t.Helper()
+	var c map[string]any
+	if err := json.Unmarshal(cfg, &c); err != nil {
+		t.Fatal(err)
 	}
+	cl := c["cluster"].(map[string]any)
+	if r := cl["routes"].([]any); len(r) > n {
+		cl["routes"] = r[:n]
+	}
+	out, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // routeCount is the number of cluster.routes of a rendered config.

@@ -19,6 +19,15 @@ import (
 	"github.com/nats-operator/nats-operator/pkg/render/rendertest"
 )
 
+// serverRevisions are the rendered servers' own revisions, by ordinal.
+func serverRevisions(out *render.Output) []string {
+	revs := make([]string, len(out.Servers))
+	for i, s := range out.Servers {
+		revs[i] = s.Revision
+	}
+	return revs
+}
+
 // TestConfigReloadMatrix establishes, with real nats-server processes, which
 // changes a running server takes by a config reload, and asserts that the
 // Reloads of the effects table in changes.go is exactly that.
@@ -83,7 +92,7 @@ func TestConfigReloadMatrix(t *testing.T) {
 				row := runReloadRow(t, locals,
 					serverRuns(t, c.old, old, bins, locals, routes, c.tr),
 					serverRuns(t, c.new, new, bins, locals, routes, c.tr),
-					old.Revision, new.Revision, c.probe)
+					serverRevisions(old), serverRevisions(new), c.probe)
 				mu.Lock()
 				rows[c.name] = row
 				mu.Unlock()
@@ -317,7 +326,7 @@ func (r reloadRow) firstError() string {
 // runReloadRow starts a server at every place on its old config, writes the
 // stream (when the old config has JetStream), and reloads the servers onto
 // their new config from the highest ordinal down, observing each stage.
-func runReloadRow(t *testing.T, locals []rendertest.Local, old, new []serverRun, oldRev, newRev string, probe reloadProbe) reloadRow {
+func runReloadRow(t *testing.T, locals []rendertest.Local, old, new []serverRun, oldRev, newRev []string, probe reloadProbe) reloadRow {
 	servers := make([]*natsServer, len(locals))
 	for i, l := range locals {
 		servers[i] = &natsServer{local: l}
@@ -335,9 +344,9 @@ func runReloadRow(t *testing.T, locals []rendertest.Local, old, new []serverRun,
 	if !first.ok() {
 		t.Fatalf("the cluster on the old config did not form: %s (%s)", first, first.detail)
 	}
-	for _, s := range servers {
-		if v, err := s.varz(); err != nil || v.Metadata["config_revision"] != oldRev {
-			t.Fatalf("%s reports revision %q (%v), want the old revision %s", s.name(), v.Metadata["config_revision"], err, oldRev)
+	for i, s := range servers {
+		if v, err := s.varz(); err != nil || v.Metadata["config_revision"] != oldRev[i] {
+			t.Fatalf("%s reports revision %q (%v), want the old revision %s", s.name(), v.Metadata["config_revision"], err, oldRev[i])
 		}
 	}
 	if ok, d := runsItsConfig(servers, probe, 5*time.Second); !ok {
@@ -363,7 +372,7 @@ func runReloadRow(t *testing.T, locals []rendertest.Local, old, new []serverRun,
 			s.running = new[idx]
 		}
 		if after, err := s.varz(); err == nil {
-			st.revisionReported = after.Metadata["config_revision"] == newRev
+			st.revisionReported = after.Metadata["config_revision"] == newRev[idx]
 			st.loadTimeChanged = !after.ConfigLoadTime.Equal(before.ConfigLoadTime)
 			st.digestChanged = after.ConfigDigest != before.ConfigDigest
 		}

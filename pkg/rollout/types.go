@@ -27,7 +27,9 @@ type Input struct {
 	// Cluster is the NatsCluster's name, e.g. demo.
 	Cluster string
 
-	// TargetRevision is the config revision pkg/render computed for the spec.
+	// TargetRevision is the cluster's config revision pkg/render computed
+	// for the spec (status.rollout.targetRevision, and status.config.revision
+	// once converged). Each server's own is in ServerState.
 	TargetRevision string
 
 	// Target are the facts of the target config, the same on every server.
@@ -79,6 +81,11 @@ type ServerState struct {
 	// is created directly at the target (Decision.Create); the revisions
 	// below are then empty.
 	Created bool
+	// TargetConfigRevision is the config revision the target renders for
+	// this server: each server has its own (a digest of its own config and
+	// template), so a server added by a scale-up leaves the others' alone.
+	// Empty means TargetRevision.
+	TargetConfigRevision string
 	// ConfigRevision is the config revision of the server's ConfigMap (its
 	// nats.conf's server_metadata.config_revision); empty without one.
 	ConfigRevision string
@@ -92,6 +99,10 @@ type ServerState struct {
 	// when something other than the config changes (resources, image).
 	TemplateRevision       string
 	TargetTemplateRevision string
+	// CreatedFor is the cluster revision the server's StatefulSet was created
+	// for (its created-for annotation); empty when unknown. A server created
+	// for TargetRevision was added by this rollout.
+	CreatedFor string
 	// ClaimTemplateDiffers says the StatefulSet's volume claim templates
 	// differ from the target's: they are immutable, so no step applies them.
 	ClaimTemplateDiffers bool

@@ -36,6 +36,10 @@ const (
 	ReasonGateBlocked    = "GateBlocked"
 	ReasonRolloutPaused  = "RolloutPaused"
 	ReasonReloading      = "Reloading"
+	// ReasonScalingUp: servers are being added and no running server needs
+	// a step ("adding demo-3, demo-4 (5 servers), no running server
+	// restarts; waiting for MetaMembership").
+	ReasonScalingUp = "ScalingUp"
 
 	ReasonUpToDate             = "UpToDate"
 	ReasonAuthChangeBlocked    = "AuthChangeBlocked"
@@ -111,6 +115,11 @@ const (
 	// template revision: a digest of the server's StatefulSet spec without
 	// the two revision annotations. A config-only change leaves it alone.
 	AnnotationTemplateRevision = "cluster.nats-operator.io/template-revision"
+	// AnnotationCreatedFor is the StatefulSet annotation carrying the
+	// cluster's config revision the server was created for: a server created
+	// for the revision the cluster rolls to was added by a scale-up. Only
+	// the StatefulSet's creation writes it.
+	AnnotationCreatedFor = "cluster.nats-operator.io/created-for"
 )
 
 // Gate checks, in the order the planner evaluates them.
