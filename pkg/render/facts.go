@@ -47,6 +47,9 @@ type Facts struct {
 	MaxFileStore   int64
 	// ServerTags are the server tags as key:value, sorted.
 	ServerTags []string
+	// SystemUser says whether the config has the controller's system user
+	// (Input.SystemUser); always false with auth.
+	SystemUser bool
 }
 
 // fieldRole says what the planner knows of one field of nats.conf: it is a
@@ -77,20 +80,25 @@ var configFields = map[string]fieldRole{
 	"cluster.listen":         rolls("a constant (0.0.0.0:6222)"),
 	"cluster.routes": rolls("one route per server of the spec; servers with more or fewer routes route to each other, " +
 		"as every matrix case with servers on two specs shows (solicited routes are matched by server name)"),
-	"jetstream":                       fact("JetStream"),
-	"jetstream.store_dir":             rolls("a constant path"),
-	"jetstream.max_memory_store":      fact("MaxMemoryStore"),
-	"jetstream.max_file_store":        fact("MaxFileStore"),
-	"jetstream.domain":                fact("JetStreamDomain"),
-	"server_tags":                     fact("ServerTags"),
-	"operator":                        fact("Operator"),
-	"system_account":                  fact("SystemAccount"),
-	"resolver":                        fact("Resolver"),
-	"resolver.type":                   fact("Resolver"),
-	"resolver.dir":                    rolls("a constant path"),
-	"resolver.allow_delete":           rolls("follows resolver.type (full: false; cache: absent)"),
-	"resolver.interval":               rolls("follows resolver.type (full: 2m; cache: absent)"),
-	"resolver_preload":                fact("Accounts"),
+	"jetstream":                  fact("JetStream"),
+	"jetstream.store_dir":        rolls("a constant path"),
+	"jetstream.max_memory_store": fact("MaxMemoryStore"),
+	"jetstream.max_file_store":   fact("MaxFileStore"),
+	"jetstream.domain":           fact("JetStreamDomain"),
+	"server_tags":                fact("ServerTags"),
+	"operator":                   fact("Operator"),
+	"system_account":             fact("SystemAccount"),
+	"resolver":                   fact("Resolver"),
+	"resolver.type":              fact("Resolver"),
+	"resolver.dir":               rolls("a constant path"),
+	"resolver.allow_delete":      rolls("follows resolver.type (full: false; cache: absent)"),
+	"resolver.interval":          rolls("follows resolver.type (full: 2m; cache: absent)"),
+	"resolver_preload":           fact("Accounts"),
+	"accounts":                   fact("SystemUser"),
+	"accounts.$SYS":              rolls("always present in the accounts block"),
+	"accounts.$SYS.users": rolls("the controller's one system user: its name is a constant and its password hash changes only when " +
+		"the controller rotates the password; servers with either hash route and keep one meta group, as the matrix case " +
+		"\"another system user password\" shows (users are local to a server)"),
 	"server_metadata":                 rolls("always present"),
 	"server_metadata.config_revision": rolls("the revision: what the server reports; differs on every change by design"),
 }
@@ -102,6 +110,7 @@ func factsOf(c *serverConfig, version, operatorKey string) Facts {
 		Version:     version,
 		ClusterName: c.Cluster.Name,
 		ServerTags:  sortedCompact(c.ServerTags),
+		SystemUser:  c.hasSystemUser(),
 	}
 	if c.Operator != "" {
 		f.Operator = operatorKey
