@@ -98,7 +98,7 @@ var configFields = map[string]fieldRole{
 	"accounts.$SYS":              rolls("always present in the accounts block"),
 	"accounts.$SYS.users": rolls("the controller's one system user: its name is a constant and its password hash changes only when " +
 		"the controller rotates the password; servers with either hash route and keep one meta group, as the matrix case " +
-		"\"another system user password\" shows (users are local to a server)"),
+		"\"new system user password\" shows (users are local to a server)"),
 	"server_metadata":                 rolls("always present"),
 	"server_metadata.config_revision": rolls("the revision: what the server reports; differs on every change by design"),
 }

@@ -171,7 +171,7 @@ func matrixCases(t testing.TB, tr *matrixTrust) []matrixCase {
 		{"add the system user", one(ChangeSystemUser), spec(), withSystemUser(spec(), rendertest.SystemUser())},
 		{"remove the system user", one(ChangeSystemUser), withSystemUser(spec(), rendertest.SystemUser()), spec()},
 		// No kind: the password hash is no fact, and this case proves it rolls.
-		{"another system user password", nil, withSystemUser(spec(), rendertest.SystemUser()), withSystemUser(spec(), rendertest.RotatedSystemUser())},
+		{"new system user password", nil, withSystemUser(spec(), rendertest.SystemUser()), withSystemUser(spec(), rendertest.RotatedSystemUser())},
 	}
 }
 

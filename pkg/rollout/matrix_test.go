@@ -94,7 +94,7 @@ func TestRouteCompatibilityMatrix(t *testing.T) {
 			fmt.Fprintf(&b, "%-29s | %-14s | %-14s | %s\n", c.name, row.systemUser[0], row.systemUser[1], row.systemUser[2])
 		}
 	}
-	b.WriteString("(per server 0,1,2: a = /varz auth_required, g = a client without credentials lands in $G, s = the system user lands in $SYS and every server answers its ping; - = no, . = no system user)\n")
+	b.WriteString("(per server 0,1,2: a = /varz auth_required (. = not), g = a client without credentials lands in $G, s = the system user lands in $SYS and every server answers its ping (. = no system user); - = failed)\n")
 	t.Log(b.String())
 	if out := os.Getenv("MATRIX_OUT"); out != "" {
 		_ = os.WriteFile(out, []byte(b.String()), 0o644)

@@ -94,7 +94,7 @@ func TestConfigReloadMatrix(t *testing.T) {
 		}
 	})
 
-	const format = "%-40s | %-24s | %-8s | %-8s | %-9s | %-6s | %-7s | %-5s | %-11s | %-5s | %-7s | %-8s | %s"
+	const format = "%-44s | %-24s | %-8s | %-8s | %-9s | %-6s | %-7s | %-5s | %-11s | %-5s | %-7s | %-8s | %s"
 	t.Logf(format, "change", "kind", "accepted", "revision", "load time", "digest", "applied", "peers", "settled", "found", "planner", "w/o auth", "error")
 	// verdict is every case of a kind; withoutAuth every case of it with no
 	// auth on either side.
@@ -136,7 +136,7 @@ func TestConfigReloadMatrix(t *testing.T) {
 				row.marks(func(s reloadStep) bool { return s.digestChanged }),
 				row.marks(func(s reloadStep) bool { return s.applied }),
 				row.peers(),
-				row.stages(), yesNo(row.reloads()), yesNo(e.Reloads), yesNo(e.ReloadsWithoutAuth), note)
+				row.stages(), yesNo(row.reloads()), plannerSays(k, e.Reloads), plannerSays(k, e.ReloadsWithoutAuth), note)
 			if k == noKind {
 				if !row.reloads() {
 					t.Errorf("%s: a difference that is no fact does not reload", c.name)
@@ -150,7 +150,7 @@ func TestConfigReloadMatrix(t *testing.T) {
 		}
 	}
 	t.Log("(per server, in the order reloaded: 2, 1, 0; y = yes, - = no. revision: /varz metadata.config_revision is the new revision; " +
-		"load time: /varz config_load_time changed; digest: /varz config_digest changed; applied: every server runs what its config says (tags, limits, preloaded accounts, resolver); " +
+		"load time: /varz config_load_time changed; digest: /varz config_digest changed; applied: every server runs what its config says (tags, limits, preloaded accounts, resolver, without auth the system user block); " +
 		"peers: every server on a full resolver lets in a user of an account only a peer holds (. not asked); " +
 		"settled: R routes, M meta group, W stream writable, . not applicable. A kind reloads when every case of it does; " +
 		"w/o auth: the planner's ReloadsWithoutAuth, which every case of the kind with no auth on either side must bear out, with the system user or without)")
@@ -253,6 +253,14 @@ func reloadOnlyCases(t testing.TB) []reloadCase {
 		{matrixCase{"remove server tags, with the system user", one(ChangeServerTags), sys(spec(rendertest.ServerTag("region", "east"))), sys(spec())}, noAuth, reloadProbe{}},
 		{matrixCase{"raise JetStream limits, with the system user", one(ChangeJetStreamLimits), sys(spec()), sys(spec(rendertest.JetStreamLimits("512Mi", "2Gi")))}, noAuth, reloadProbe{}},
 	}
+}
+
+// plannerSays is yesNo of an effect, "." for a case of no kind.
+func plannerSays(k ChangeKind, b bool) string {
+	if k == noKind {
+		return "."
+	}
+	return yesNo(b)
 }
 
 func yesNo(b bool) string {

@@ -97,9 +97,9 @@ func pingReplies(s *natsServer, password string) (int, error) {
 // auth_required is true exactly when its config has the system user; a
 // client without credentials lands in $G; with the system user, the user
 // lands in $SYS and every server answers its ping. summary is one mark per
-// server: a = auth_required, g = anonymous client in $G, s = system user in
-// $SYS answered by every server (. = no system user, - = failed; servers
-// with auth are "n/a").
+// server: a = auth_required (. = not), g = anonymous client in $G, s =
+// system user in $SYS answered by every server (. = no system user); - =
+// failed; servers with auth are "n/a".
 func systemUserOnce(servers []*natsServer) (ok bool, summary, detail string) {
 	ok = true
 	var marks []string
@@ -127,7 +127,14 @@ func systemUserOnce(servers []*natsServer) (ok bool, summary, detail string) {
 		} else if v.AuthRequired != s.running.HasSystemUser() {
 			fail(fmt.Sprintf("%s: /varz auth_required %t with the system user %t", s.name(), v.AuthRequired, s.running.HasSystemUser()))
 		}
-		m.WriteString(mark(err == nil && v.AuthRequired, "a"))
+		switch {
+		case err != nil:
+			m.WriteString("-")
+		case v.AuthRequired:
+			m.WriteString("a")
+		default:
+			m.WriteString(".")
+		}
 		u, err := whoAmI(s)
 		inG := err == nil && u.Account == GlobalAccount
 		if !inG {
