@@ -37,6 +37,7 @@ type serverConfig struct {
 	Cluster             clusterConfig     `json:"cluster"`
 	JetStream           *jetStreamConfig  `json:"jetstream,omitempty"`
 	ServerTags          []string          `json:"server_tags,omitempty"`
+	Accounts            *accountsConfig   `json:"accounts,omitempty"`
 	Operator            string            `json:"operator,omitempty"`
 	SystemAccount       string            `json:"system_account,omitempty"`
 	Resolver            *resolverConfig   `json:"resolver,omitempty"`
@@ -116,10 +117,15 @@ type sharedConfig struct {
 	tags      []string
 	trust     *validTrust
 	resolver  *resolverConfig
+	accounts  *accountsConfig
 }
 
-func newSharedConfig(nc *clusterv1beta1.NatsCluster, trust *validTrust) (*sharedConfig, error) {
+func newSharedConfig(nc *clusterv1beta1.NatsCluster, trust *validTrust, systemUser *SystemUser) (*sharedConfig, error) {
 	s := &sharedConfig{trust: trust}
+	var err error
+	if s.accounts, err = systemUserAccounts(systemUser, nc.Spec.Auth != nil); err != nil {
+		return nil, err
+	}
 	s.routes = make([]string, 0, nc.Spec.Replicas)
 	for i := range nc.Spec.Replicas {
 		s.routes = append(s.routes, RouteURL(nc.Name, nc.Namespace, i))
@@ -177,6 +183,7 @@ func (s *sharedConfig) server(nc *clusterv1beta1.NatsCluster, ordinal int32, ope
 		},
 		JetStream:  s.jetStream,
 		ServerTags: s.tags,
+		Accounts:   s.accounts,
 	}
 	if s.trust != nil {
 		c.Operator = operatorJWT

@@ -20,6 +20,13 @@
 // is rendered. Whether the system credentials Secret exists changes no
 // rendered object, so it is not an input: the controller checks it.
 //
+// SystemUser is the controller's user of the built-in system account $SYS,
+// for clusters without spec.auth (Render refuses one with it): every
+// server's config then has an accounts block with that one user and its
+// bcrypt hash. Anonymous clients still land in the global account with
+// their streams (see SystemUser for what changes for clients). Nil renders
+// the config of before, byte for byte.
+//
 // SharedObjects renders the Services and the PDB alone: they depend on the
 // cluster's name only, so the controller keeps them in place while the spec
 // cannot render. The names and labels every object gets are exported

@@ -47,6 +47,9 @@ type Facts struct {
 	MaxFileStore   int64
 	// ServerTags are the server tags as key:value, sorted.
 	ServerTags []string
+	// SystemUser says whether the config has the controller's system user
+	// (Input.SystemUser); always false with auth.
+	SystemUser bool
 }
 
 // fieldRole says what the planner knows of one field of nats.conf: it is a
@@ -93,6 +96,11 @@ var configFields = map[string]fieldRole{
 	"resolver_preload":                fact("Accounts"),
 	"server_metadata":                 rolls("always present"),
 	"server_metadata.config_revision": rolls("the revision: what the server reports; differs on every change by design"),
+	"accounts":                        fact("SystemUser"),
+	"accounts.$SYS":                   rolls("always present in the accounts block"),
+	"accounts.$SYS.users": rolls("the controller's one system user: its name is a constant and its password hash changes only when " +
+		"the controller rotates the password; servers with either hash route and keep one meta group, as the matrix case " +
+		"\"new system user password\" shows (users are local to a server)"),
 }
 
 // factsOf computes the facts of a config. version is the image tag the
@@ -102,6 +110,7 @@ func factsOf(c *serverConfig, version, operatorKey string) Facts {
 		Version:     version,
 		ClusterName: c.Cluster.Name,
 		ServerTags:  sortedCompact(c.ServerTags),
+		SystemUser:  c.hasSystemUser(),
 	}
 	if c.Operator != "" {
 		f.Operator = operatorKey

@@ -74,10 +74,11 @@ func outputYAML(t *testing.T, out *render.Output) []byte {
 
 func TestGoldenFiles(t *testing.T) {
 	tests := []struct {
-		name    string
-		file    string
-		cluster *clusterv1beta1.NatsCluster
-		trust   bool
+		name       string
+		file       string
+		cluster    *clusterv1beta1.NatsCluster
+		trust      bool
+		systemUser *render.SystemUser
 	}{
 		{
 			name:    "one server without JetStream",
@@ -89,6 +90,12 @@ func TestGoldenFiles(t *testing.T) {
 			file: "three-servers-jetstream-claim-memory",
 			cluster: rt.NewCluster("ns", "demo", rt.Replicas(3), rt.Claim("10Gi", "fast"), rt.MemoryLimit("1Gi"),
 				rt.CPURequest("500m"), rt.Domain("hub"), rt.ServerTag("region", "eu-west-1"), rt.ServerTag("az", "b")),
+		},
+		{
+			name:       "three servers with JetStream and the controller's system user",
+			file:       "three-servers-jetstream-system-user",
+			cluster:    rt.NewCluster("ns", "demo", rt.Replicas(3), rt.Claim("10Gi", ""), rt.MemoryLimit("1Gi")),
+			systemUser: rt.SystemUser(),
 		},
 		{
 			name: "operator mode with two account trusts",
@@ -108,7 +115,7 @@ func TestGoldenFiles(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			in := render.Input{Cluster: tt.cluster}
+			in := render.Input{Cluster: tt.cluster, SystemUser: tt.systemUser}
 			if tt.trust {
 				in.Trust = fixedTrust(t)
 			}

@@ -26,6 +26,11 @@ type Input struct {
 	Cluster *clusterv1beta1.NatsCluster
 	// Trust is the resolved trust: nil without spec.auth, required with it.
 	Trust *Trust
+	// SystemUser is the controller's user of the built-in system account,
+	// rendered into every server's config: only without spec.auth (Render
+	// refuses one with it); nil renders no accounts block, the config of
+	// before the system user existed, byte for byte.
+	SystemUser *SystemUser
 	// Running are the servers' existing objects, by ordinal (any order; a
 	// server without objects may be left out). They change no rendered
 	// content: when a server's existing objects equal the rendered ones apart
@@ -150,7 +155,7 @@ func Render(in Input) (*Output, error) {
 		return nil, errors.New("render: a trust was given but spec.auth is absent")
 	}
 
-	shared, err := newSharedConfig(nc, trust)
+	shared, err := newSharedConfig(nc, trust, in.SystemUser)
 	if err != nil {
 		return nil, fmt.Errorf("render: %w", err)
 	}

@@ -20,7 +20,12 @@ func TestClassifyComparesEveryFact(t *testing.T) {
 	typ := reflect.TypeFor[ConfigFacts]()
 	for i := range typ.NumField() {
 		f := typ.Field(i)
-		changed := base
+		from := base
+		if f.Name == "SystemUser" {
+			// A fact of clusters without auth: render refuses it with auth.
+			from = ConfigFacts{Version: base.Version, ClusterName: base.ClusterName, JetStream: base.JetStream}
+		}
+		changed := from
 		v := reflect.ValueOf(&changed).Elem().Field(i)
 		switch v.Kind() {
 		case reflect.String:
@@ -34,7 +39,7 @@ func TestClassifyComparesEveryFact(t *testing.T) {
 		default:
 			t.Fatalf("ConfigFacts.%s has kind %s, which this test cannot change", f.Name, v.Kind())
 		}
-		if got := Classify(base, changed); len(got) == 0 {
+		if got := Classify(from, changed); len(got) == 0 {
 			t.Errorf("a change of ConfigFacts.%s alone is not classified", f.Name)
 		}
 	}
@@ -138,4 +143,27 @@ func TestPlanStepsServersWhoseTemplateOrConfigIsNotTheTarget(t *testing.T) {
 			t.Fatalf("step %+v, want demo-2 stepped again", d.Step)
 		}
 	})
+}
+
+func TestTheSystemUserIsClassifiedOnlyWithoutAuth(t *testing.T) {
+	noAuth := baseFacts()
+	withUser := noAuth
+	withUser.SystemUser = true
+	authed := authFacts(opA, sysA)
+	for _, tc := range []struct {
+		name            string
+		running, target ConfigFacts
+		want            []Change
+	}{
+		{"adding the system user without auth is a SystemUser change", noAuth, withUser, []Change{{Kind: ChangeSystemUser, From: "off", To: "on"}}},
+		{"removing it is one too", withUser, noAuth, []Change{{Kind: ChangeSystemUser, From: "on", To: "off"}}},
+		{"adding auth where the system user was is the auth change alone", withUser, authed, []Change{{Kind: ChangeAddAuth}}},
+		{"removing auth for a cluster with the system user is the auth change alone", authed, withUser, []Change{{Kind: ChangeRemoveAuth}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Classify(tc.running, tc.target); !slices.Equal(got, tc.want) {
+				t.Errorf("Classify = %v, want %v", got, tc.want)
+			}
+		})
+	}
 }

@@ -39,6 +39,10 @@ type ConfigFacts struct {
 	MaxFileStore   int64
 	// ServerTags are the server tags as key:value, in any order.
 	ServerTags []string
+	// SystemUser says whether the config has the controller's user of the
+	// built-in system account ($SYS), which clusters without auth get so the
+	// controller can send $SYS requests; always false with auth.
+	SystemUser bool
 }
 
 // ChangeKind is one kind of difference between a running and a target config.
@@ -61,6 +65,10 @@ const (
 	ChangeServerTags               ChangeKind = "ServerTags"
 	ChangeAccounts                 ChangeKind = "Accounts"
 	ChangeResolver                 ChangeKind = "Resolver"
+	// ChangeSystemUser is the controller's system user added or removed on a
+	// cluster without auth. With auth on either side it is not listed: the
+	// auth change says it all.
+	ChangeSystemUser ChangeKind = "SystemUser"
 )
 
 // Effect is what a kind of change does to a cluster rolled one server at a
@@ -84,6 +92,14 @@ type Effect struct {
 	// still fetches accounts from its peers, with and without auth. A version
 	// change never reloads: it is a new binary.
 	Reloads bool
+	// ReloadsWithoutAuth: the same as Reloads, on a cluster without
+	// spec.auth (with the controller's system user block or without): the
+	// reload matrix's cases with no auth on either side all reload. It is
+	// true wherever Reloads is, and also for a kind that reloads only
+	// without auth (with auth every reload breaks the account resolver);
+	// false for a kind no case without auth has (every auth, account and
+	// resolver change).
+	ReloadsWithoutAuth bool
 	// What names the change in messages, e.g. "adding auth".
 	What string
 	// Why says, for a split, what the servers on either side fail to do.
@@ -99,14 +115,17 @@ type Effect struct {
 // table equals what they did; the reload matrix in reload_matrix_test.go
 // does the same for Reloads.
 //
-// No kind reloads with nats-server 2.15. It refuses to reload the system
-// account (every auth change), the server name (another cluster name), the
+// With nats-server 2.15 only the controller's system user reloads (it exists
+// only without auth). nats-server refuses to reload the system account
+// (every auth change), the server name (another cluster name), the
 // JetStream domain and lowered JetStream limits. It reloads JetStream on or
 // off, but the cluster does not settle (no meta group forms). It reloads
 // tags, raised limits, accounts and the resolver, but with auth every reload
 // replaces the account resolver with one it never starts: the server no
 // longer fetches accounts from its peers, and another resolver type does not
-// take effect.
+// take effect. Without auth tags reload cleanly, with the system user block
+// or without (ReloadsWithoutAuth); raised limits do too, but lowered ones
+// are refused, so JetStreamLimits does not reload even there.
 var effects = map[ChangeKind]Effect{
 	ChangeAddAuth: {Splits: true, ResetsJetStream: true, What: "adding auth", HoldReason: clusterv1beta1.ReasonAuthChangeBlocked,
 		Why: "a server with auth and one without cannot route to each other"},
@@ -125,9 +144,10 @@ var effects = map[ChangeKind]Effect{
 	ChangeJetStreamDomainAddRemove: {What: "adding or removing the JetStream domain"},
 	ChangeVersion:                  {What: "another nats-server version"},
 	ChangeJetStreamLimits:          {What: "other JetStream limits"},
-	ChangeServerTags:               {What: "other server tags"},
+	ChangeServerTags:               {ReloadsWithoutAuth: true, What: "other server tags"},
 	ChangeAccounts:                 {What: "other preloaded accounts"},
 	ChangeResolver:                 {What: "another account resolver"},
+	ChangeSystemUser:               {Reloads: true, ReloadsWithoutAuth: true, What: "adding or removing the controller's system user"},
 }
 
 // changeOrder is the order Changes lists kinds in: auth first, so the hold
@@ -135,7 +155,7 @@ var effects = map[ChangeKind]Effect{
 var changeOrder = []ChangeKind{
 	ChangeAddAuth, ChangeRemoveAuth, ChangeOperator, ChangeSystemAccount,
 	ChangeClusterName, ChangeJetStreamDomain, ChangeJetStream, ChangeJetStreamDomainAddRemove, ChangeVersion,
-	ChangeJetStreamLimits, ChangeServerTags, ChangeAccounts, ChangeResolver,
+	ChangeJetStreamLimits, ChangeServerTags, ChangeAccounts, ChangeResolver, ChangeSystemUser,
 }
 
 // ChangeKinds returns every change kind in the order Changes lists them.
@@ -210,6 +230,9 @@ func Classify(running, target ConfigFacts) []Change {
 	}
 	if running.Operator != "" && target.Operator != "" && running.Resolver != target.Resolver {
 		add(ChangeResolver, running.Resolver, target.Resolver)
+	}
+	if running.Operator == "" && target.Operator == "" && running.SystemUser != target.SystemUser {
+		add(ChangeSystemUser, onOff(running.SystemUser), onOff(target.SystemUser))
 	}
 	return out
 }

@@ -69,9 +69,11 @@
 //     stream; a down server stepped through a closed gate.
 //   - changes.go: ConfigFacts, the change kinds and which of them split a
 //     cluster or reset JetStream (established by matrix_test.go against real
-//     nats-server processes) or can be applied by a config reload (none yet:
-//     reload_matrix_test.go shows every kind refused, unsettled, not in
-//     effect, or breaking the account resolver in operator mode).
+//     nats-server processes) or can be applied by a config reload
+//     (reload_matrix_test.go: only the controller's system user; server tags
+//     too without auth, ReloadsWithoutAuth; every other kind is refused,
+//     unsettled, not in effect, or breaks the account resolver in operator
+//     mode). The planner does not plan reloads yet.
 //   - gate.go: the ordered gate checks before each step.
 //   - messages.go: the text of Progressing messages.
 //   - types.go: Input and Decision.

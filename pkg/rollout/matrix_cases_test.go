@@ -28,12 +28,14 @@ const matrixNamespace = "matrix"
 type matrixSpec struct {
 	cluster *clusterv1beta1.NatsCluster
 	trust   *render.Trust
+	// systemUser is the controller's system user (without auth only).
+	systemUser *render.SystemUser
 }
 
 // render renders the spec; a spec of the matrix always renders.
 func (m matrixSpec) render(t testing.TB) *render.Output {
 	t.Helper()
-	out, err := render.Render(render.Input{Cluster: m.cluster, Trust: m.trust})
+	out, err := render.Render(render.Input{Cluster: m.cluster, Trust: m.trust, SystemUser: m.systemUser})
 	if err != nil {
 		t.Fatalf("rendering NatsCluster %s: %v", m.cluster.Name, err)
 	}
@@ -143,6 +145,7 @@ func matrixCases(t testing.TB, tr *matrixTrust) []matrixCase {
 		s.trust = trust
 		return s
 	}
+	withSystemUser := func(s matrixSpec, u *render.SystemUser) matrixSpec { s.systemUser = u; return s }
 	cacheResolver := rendertest.Resolver(clusterv1beta1.ResolverCache)
 	one := func(k ChangeKind) []ChangeKind { return []ChangeKind{k} }
 
@@ -165,6 +168,10 @@ func matrixCases(t testing.TB, tr *matrixTrust) []matrixCase {
 		{"remove an account trust", one(ChangeAccounts), authed(tr.aWithApp2), authed(tr.a)},
 		{"full to cache resolver", one(ChangeResolver), authed(tr.a), authed(tr.a, cacheResolver)},
 		{"cache to full resolver", one(ChangeResolver), authed(tr.a, cacheResolver), authed(tr.a)},
+		{"add the system user", one(ChangeSystemUser), spec(), withSystemUser(spec(), rendertest.SystemUser())},
+		{"remove the system user", one(ChangeSystemUser), withSystemUser(spec(), rendertest.SystemUser()), spec()},
+		// No kind: the password hash is no fact, and this case proves it rolls.
+		{"new system user password", nil, withSystemUser(spec(), rendertest.SystemUser()), withSystemUser(spec(), rendertest.RotatedSystemUser())},
 	}
 }
 
@@ -256,6 +263,9 @@ func serverRuns(t testing.TB, spec matrixSpec, out *render.Output, bins map[stri
 		runs[i] = serverRun{Name: s.Name, Binary: bin, Config: cfg, JetStream: facts.JetStream}
 		if facts.Operator != "" {
 			runs[i].Creds = tr.appCreds
+		}
+		if facts.SystemUser {
+			runs[i].SystemPassword = systemUserPassword(spec.systemUser)
 		}
 	}
 	return runs

@@ -69,7 +69,11 @@ func TestRouteCompatibilityMatrix(t *testing.T) {
 		if !ok {
 			continue
 		}
-		for i, k := range c.kinds {
+		kinds := c.kinds
+		if len(kinds) == 0 {
+			kinds = []ChangeKind{noKind}
+		}
+		for i, k := range kinds {
 			e := EffectOf(k)
 			name := c.name
 			if i > 0 {
@@ -82,7 +86,15 @@ func TestRouteCompatibilityMatrix(t *testing.T) {
 			}
 		}
 	}
-	b.WriteString("(each stage: R = every server routes to every other, M = one meta leader with every member current, W = the stream takes writes through every server with its replicas current; - = failed, . = not applicable)\n")
+	b.WriteString("(each stage: R = every server routes to every other, M = one meta leader with every member current, W = the stream takes writes through every server with its replicas current; - = failed, . = not applicable; " +
+		"kind (none): a difference that is no fact, which must roll one at a time)\n")
+	fmt.Fprintf(&b, "\n%-29s | %-14s | %-14s | %s\n", "change (system user)", "2 old + 1 new", "1 old + 2 new", "all new")
+	for _, c := range cases {
+		if row, ok := rows[c.name]; ok && row.systemUserApplies {
+			fmt.Fprintf(&b, "%-29s | %-14s | %-14s | %s\n", c.name, row.systemUser[0], row.systemUser[1], row.systemUser[2])
+		}
+	}
+	b.WriteString("(per server 0,1,2: a = /varz auth_required (. = not), g = a client without credentials lands in $G, s = the system user lands in $SYS and every server answers its ping (. = no system user); - = failed)\n")
 	t.Log(b.String())
 	if out := os.Getenv("MATRIX_OUT"); out != "" {
 		_ = os.WriteFile(out, []byte(b.String()), 0o644)
@@ -128,7 +140,16 @@ type matrixRow struct {
 	streamKept    bool
 	splits        bool
 	resets        bool
+	// systemUserApplies: a side of the case has the controller's system
+	// user; systemUser is then systemUserRuns' summary at every stage.
+	systemUserApplies bool
+	systemUser        [3]string
 }
+
+// noKind stands in the matrix tables for a case whose difference is no
+// fact: its effect is the zero Effect (rolls one at a time, keeps
+// JetStream, does not reload).
+const noKind ChangeKind = "(none)"
 
 func (r matrixRow) streamKeptString() string {
 	switch {
@@ -160,7 +181,8 @@ func runMatrixRow(t *testing.T, locals []rendertest.Local, old, new []serverRun)
 		s.start(t, old[i])
 	}
 	oldJetStream, newJetStream := old[0].JetStream, new[0].JetStream
-	row := matrixRow{streamApplies: oldJetStream}
+	row := matrixRow{streamApplies: oldJetStream,
+		systemUserApplies: slices.ContainsFunc(old, serverRun.HasSystemUser) || slices.ContainsFunc(new, serverRun.HasSystemUser)}
 	acked := 0
 	first := observeStage(servers, false, &acked, 60*time.Second)
 	if !first.ok() {
@@ -180,6 +202,13 @@ func runMatrixRow(t *testing.T, locals []rendertest.Local, old, new []serverRun)
 			row.streamKept, row.phases[i].writable = streamStillThere(servers, acked, 10*time.Second)
 		}
 		t.Logf("stage %d: %s %s", i, row.phases[i], row.phases[i].detail)
+		if row.systemUserApplies {
+			ok, summary, detail := systemUserRuns(servers, 10*time.Second)
+			row.systemUser[i] = summary
+			if !ok {
+				t.Errorf("stage %d: the system user block does not do what it must: %s", i, detail)
+			}
+		}
 	}
 	row.splits = !row.phases[0].ok() || !row.phases[1].ok()
 	row.resets = oldJetStream && newJetStream && !row.streamKept

@@ -57,7 +57,13 @@ type serverRun struct {
 	// Creds is the user creds file a client connects with; "" without auth
 	// (clients then land in the global account).
 	Creds string
+	// SystemPassword is the password of the controller's system user when
+	// the config has it (without auth); "" otherwise.
+	SystemPassword string
 }
+
+// HasSystemUser reports whether the config has the controller's system user.
+func (r serverRun) HasSystemUser() bool { return r.SystemPassword != "" }
 
 // clientOptions connect a client to a server running this config.
 func (r serverRun) clientOptions() []nats.Option {

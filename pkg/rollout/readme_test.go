@@ -25,10 +25,14 @@ func changeTable() string {
 	b.WriteString("| Change | Applied by | JetStream |\n|---|---|---|\n")
 	for _, k := range ChangeKinds() {
 		e := EffectOf(k)
+		// The controller does not reload yet: a change nats-server reloads
+		// is restarted too, and the table says what a reload would do.
 		how := "restarting one server at a time, each behind the gate"
 		switch {
 		case e.Reloads:
-			how = "reloading one server at a time, each behind the gate"
+			how += " (nats-server would take it by a reload; the controller does not reload yet)"
+		case e.ReloadsWithoutAuth:
+			how += " (without spec.auth nats-server would take it by a reload; the controller does not reload yet)"
 		case e.Splits:
 			reason := e.HoldReason
 			if reason == "" {

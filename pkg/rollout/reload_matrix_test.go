@@ -45,7 +45,10 @@ func serverRevisions(out *render.Output) []string {
 //     (server_metadata.config_revision, which /varz shows as
 //     metadata.config_revision) and a new config_load_time;
 //   - applied: every server runs what its config says, as far as the test can
-//     see (runsItsConfig): /varz tags, the /jsz limits, and, for the cases
+//     see (runsItsConfig): /varz tags, the /jsz limits, without auth what
+//     the controller's system user block does (systemUserOnce: /varz
+//     auth_required, a client without credentials in $G, the system user in
+//     $SYS answered by every server), and, for the cases
 //     with their own trust (reloadOnlyCases), users of the preloaded
 //     accounts connecting and which servers answer account lookups (only a
 //     full resolver does);
@@ -100,16 +103,32 @@ func TestConfigReloadMatrix(t *testing.T) {
 		}
 	})
 
-	const format = "%-34s | %-24s | %-8s | %-8s | %-9s | %-6s | %-7s | %-5s | %-11s | %-5s | %-7s | %s"
-	t.Logf(format, "change", "kind", "accepted", "revision", "load time", "digest", "applied", "peers", "settled", "found", "planner", "error")
-	verdict := map[ChangeKind]bool{}
+	const format = "%-44s | %-24s | %-8s | %-8s | %-9s | %-6s | %-7s | %-5s | %-11s | %-5s | %-7s | %-8s | %s"
+	t.Logf(format, "change", "kind", "accepted", "revision", "load time", "digest", "applied", "peers", "settled", "found", "planner", "w/o auth", "error")
+	// verdict is every case of a kind; withoutAuth every case of it with no
+	// auth on either side.
+	verdict, withoutAuth := map[ChangeKind]bool{}, map[ChangeKind]bool{}
+	all := func(m map[ChangeKind]bool, k ChangeKind, v bool) {
+		if prev, seen := m[k]; seen {
+			v = prev && v
+		}
+		m[k] = v
+	}
 	for _, c := range cases {
 		row, ok := rows[c.name]
-		for _, k := range c.kinds {
+		kinds := c.kinds
+		if len(kinds) == 0 {
+			kinds = []ChangeKind{noKind}
+		}
+		noAuth := c.old.trust == nil && c.new.trust == nil
+		for _, k := range kinds {
 			e := EffectOf(k)
 			if k == ChangeVersion {
-				t.Logf(format, c.name, k, "skipped", "", "", "", "", "", "", "no", yesNo(e.Reloads), "a new binary, never a reload")
+				t.Logf(format, c.name, k, "skipped", "", "", "", "", "", "", "no", yesNo(e.Reloads), yesNo(e.ReloadsWithoutAuth), "a new binary, never a reload")
 				verdict[k] = false
+				if noAuth {
+					withoutAuth[k] = false
+				}
 				continue
 			}
 			if !ok {
@@ -126,18 +145,24 @@ func TestConfigReloadMatrix(t *testing.T) {
 				row.marks(func(s reloadStep) bool { return s.digestChanged }),
 				row.marks(func(s reloadStep) bool { return s.applied }),
 				row.peers(),
-				row.stages(), yesNo(row.reloads()), yesNo(e.Reloads), note)
-			if v, seen := verdict[k]; seen {
-				verdict[k] = v && row.reloads()
-			} else {
-				verdict[k] = row.reloads()
+				row.stages(), yesNo(row.reloads()), plannerSays(k, e.Reloads), plannerSays(k, e.ReloadsWithoutAuth), note)
+			if k == noKind {
+				if !row.reloads() {
+					t.Errorf("%s: a difference that is no fact does not reload", c.name)
+				}
+				continue
+			}
+			all(verdict, k, row.reloads())
+			if noAuth {
+				all(withoutAuth, k, row.reloads())
 			}
 		}
 	}
 	t.Log("(per server, in the order reloaded: 2, 1, 0; y = yes, - = no. revision: /varz metadata.config_revision is the new revision; " +
-		"load time: /varz config_load_time changed; digest: /varz config_digest changed; applied: every server runs what its config says (tags, limits, preloaded accounts, resolver); " +
+		"load time: /varz config_load_time changed; digest: /varz config_digest changed; applied: every server runs what its config says (tags, limits, preloaded accounts, resolver, without auth the system user block); " +
 		"peers: every server on a full resolver lets in a user of an account only a peer holds (. not asked); " +
-		"settled: R routes, M meta group, W stream writable, . not applicable. A kind reloads when every case of it does)")
+		"settled: R routes, M meta group, W stream writable, . not applicable. A kind reloads when every case of it does; " +
+		"w/o auth: the planner's ReloadsWithoutAuth, which every case of the kind with no auth on either side must bear out, with the system user or without)")
 	for _, k := range ChangeKinds() {
 		want, measured := verdict[k]
 		if !measured {
@@ -145,6 +170,10 @@ func TestConfigReloadMatrix(t *testing.T) {
 		}
 		if got := EffectOf(k).Reloads; got != want {
 			t.Errorf("%s: the planner says Reloads=%t, real servers %t", k, got, want)
+		}
+		// A kind no case without auth has does not reload without auth.
+		if got, want := EffectOf(k).ReloadsWithoutAuth, withoutAuth[k]; got != want {
+			t.Errorf("%s: the planner says ReloadsWithoutAuth=%t, real servers without auth %t", k, got, want)
 		}
 	}
 }
@@ -218,6 +247,7 @@ func reloadOnlyCases(t testing.TB) []reloadCase {
 	}
 	app, both := f.Accounts[:1], f.Accounts
 	noAuth, withApp := &matrixTrust{}, &matrixTrust{appCreds: probe.accountCreds[f.Accounts[0].PublicKey]}
+	sys := func(s matrixSpec) matrixSpec { s.systemUser = rendertest.SystemUser(); return s }
 	full := rendertest.Resolver(clusterv1beta1.ResolverFull)
 	cache := rendertest.Resolver(clusterv1beta1.ResolverCache)
 	return []reloadCase{
@@ -228,7 +258,18 @@ func reloadOnlyCases(t testing.TB) []reloadCase {
 		{matrixCase{"add an account trust, connected", one(ChangeAccounts), authed(app), authed(both)}, withApp, probe},
 		{matrixCase{"other server tags, with auth", one(ChangeServerTags), authed(app), authed(app, rendertest.ServerTag("region", "east"))}, withApp, probe},
 		{matrixCase{"other JetStream limits, with auth", one(ChangeJetStreamLimits), authed(app), authed(app, rendertest.JetStreamLimits("512Mi", "2Gi"))}, withApp, probe},
+		{matrixCase{"other server tags, with the system user", one(ChangeServerTags), sys(spec()), sys(spec(rendertest.ServerTag("region", "east")))}, noAuth, reloadProbe{}},
+		{matrixCase{"remove server tags, with the system user", one(ChangeServerTags), sys(spec(rendertest.ServerTag("region", "east"))), sys(spec())}, noAuth, reloadProbe{}},
+		{matrixCase{"raise JetStream limits, with the system user", one(ChangeJetStreamLimits), sys(spec()), sys(spec(rendertest.JetStreamLimits("512Mi", "2Gi")))}, noAuth, reloadProbe{}},
 	}
+}
+
+// plannerSays is yesNo of an effect, "." for a case of no kind.
+func plannerSays(k ChangeKind, b bool) string {
+	if k == noKind {
+		return "."
+	}
+	return yesNo(b)
 }
 
 func yesNo(b bool) string {
@@ -398,6 +439,8 @@ type varzView struct {
 	// Metadata is the config's server_metadata.
 	Metadata map[string]string `json:"metadata"`
 	Tags     []string          `json:"tags"`
+	// AuthRequired is true with the system user block, without auth too.
+	AuthRequired bool `json:"auth_required"`
 }
 
 func (s *natsServer) varz() (varzView, error) {
@@ -487,6 +530,9 @@ func runsItsConfigOnce(servers []*natsServer, probe reloadProbe) (bool, string) 
 			full++
 		}
 		sysAccount = c.SystemAccount
+	}
+	if ok, _, d := systemUserOnce(servers); !ok {
+		return false, d
 	}
 	if probe.sysCreds == "" {
 		return true, ""
