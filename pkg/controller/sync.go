@@ -187,25 +187,10 @@ func (c *Controller) applyDecision(status *clusterv1beta1.NatsClusterStatus, nc 
 	c.setCondition(status, nc, clusterv1beta1.ConditionProgressing, p.Status, p.Reason, p.Message)
 	status.Rollout = d.Rollout
 	if p.Reason == clusterv1beta1.ReasonUpToDate && out != nil {
-		cfg := &clusterv1beta1.ConfigStatus{Revision: out.Revision, AppliedBy: clusterv1beta1.AppliedByRestart}
-		if status.Config != nil && status.Config.Revision == out.Revision {
-			cfg = status.Config
-		} else if len(d.Changes) > 0 {
-			cfg.RestartReason = describeChanges(d.Changes)
+		if status.Config == nil || status.Config.Revision != out.Revision {
+			status.Config = &clusterv1beta1.ConfigStatus{Revision: out.Revision, AppliedBy: d.AppliedBy, RestartReason: d.RestartReason}
 		}
-		status.Config = cfg
 	}
-}
-
-func describeChanges(changes []rollout.Change) string {
-	s := ""
-	for i, ch := range changes {
-		if i > 0 {
-			s += "; "
-		}
-		s += ch.String()
-	}
-	return s
 }
 
 // recordGate sets the gauge of the gate check the cluster waits for.

@@ -12,10 +12,11 @@ import (
 // atTarget says a server's objects are at the target: its ConfigMap holds
 // the target config, its template is the target template, and its pod was
 // last restarted for the target config (the step that restarts it writes the
-// ConfigMap first). Whether the pod runs it is for the server to report.
+// ConfigMap first) or reloaded it. Whether the pod runs it is for the server
+// to report.
 func (in *Input) atTarget(s ServerState) bool {
 	rev := in.targetOf(s)
-	return s.Created && s.ConfigRevision == rev && s.RestartRevision == rev &&
+	return s.Created && s.ConfigRevision == rev && (s.RestartRevision == rev || in.reloaded(s)) &&
 		s.TemplateRevision == s.TargetTemplateRevision
 }
 

@@ -24,20 +24,21 @@ func stepMessage(server string, k, n int, forced bool, gate gateResult, paused b
 	return msg
 }
 
-// waitingMessage: "restarting demo-1 (2 of 3); waiting for Settled" while a
+// waitingMessage: "restarting demo-1 (2 of 3); waiting for Settled" (or
+// "reloading ...", by verb) while a
 // stepped server is current, "before restarting demo-2 (1 of 3); waiting for
 // Settled" before a step, "restarted 3 of 3 servers; waiting for Settled"
 // after the last; with the wait and the detail once the gate is blocked:
 // "before restarting demo-2 (1 of 3); waiting for Settled for 12m: <detail>".
-func waitingMessage(cur, next string, k, n, stepped int, waitingFor string, blocked bool, waited time.Duration, detail string) string {
+func waitingMessage(verb, cur, next string, k, n, stepped int, waitingFor string, blocked bool, waited time.Duration, detail string) string {
 	var msg string
 	switch {
 	case cur != "":
-		msg = fmt.Sprintf("restarting %s (%d of %d)", cur, k, n)
+		msg = fmt.Sprintf("%s %s (%d of %d)", verb, cur, k, n)
 	case next != "":
-		msg = fmt.Sprintf("before restarting %s (%d of %d)", next, k, n)
+		msg = fmt.Sprintf("before %s %s (%d of %d)", verb, next, k, n)
 	default:
-		msg = fmt.Sprintf("restarted %d of %d servers", stepped, n)
+		msg = fmt.Sprintf("%s %d of %d servers", strings.TrimSuffix(verb, "ing")+"ed", stepped, n)
 	}
 	msg += "; waiting for " + waitingFor
 	if blocked {
@@ -193,4 +194,13 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// describeChanges joins the changes' descriptions with "; ".
+func describeChanges(changes []Change) string {
+	parts := make([]string, len(changes))
+	for i, c := range changes {
+		parts[i] = c.String()
+	}
+	return strings.Join(parts, "; ")
 }

@@ -104,6 +104,9 @@ func Plan(in Input) Decision {
 	if d, ok := p.forceStep(); ok {
 		return d
 	}
+	if d, ok := p.continueReload(); ok {
+		return d
+	}
 	return p.rollOne()
 }
 
@@ -277,8 +280,11 @@ func (p *planner) everyServerOnTarget() bool {
 }
 
 func (p *planner) upToDate() Decision {
+	by, why := p.applied()
 	return p.decision(Decision{
-		Progressing: condition(metav1.ConditionFalse, clusterv1beta1.ReasonUpToDate, upToDateMessage(p.in, len(p.servers))),
+		Progressing:   condition(metav1.ConditionFalse, clusterv1beta1.ReasonUpToDate, upToDateMessage(p.in, len(p.servers))),
+		AppliedBy:     by,
+		RestartReason: why,
 	})
 }
 
@@ -378,11 +384,16 @@ func (p *planner) restartAllStep(reset bool, streams []StreamRef) Decision {
 		p.clear = append(p.clear, clusterv1beta1.AnnotationForceStep)
 	}
 	updated := all
+	why := "restarted together by " + clusterv1beta1.AnnotationRestartAll
+	if len(p.changes) > 0 {
+		why += ": " + describeChanges(p.changes)
+	}
 	return p.decision(Decision{
 		Step: step,
 		Rollout: &clusterv1beta1.RolloutStatus{
 			TargetRevision: p.in.TargetRevision,
 			Updated:        updated,
+			RestartReason:  why,
 		},
 		Progressing: condition(metav1.ConditionTrue, clusterv1beta1.ReasonRollingRestart, restartAllMessage(all, step)),
 	})
@@ -403,7 +414,8 @@ func (p *planner) forceStep() (Decision, bool) {
 	gate := evaluateGate(p.in, p.servers)
 	target := p.need[i]
 	rest := slices.Delete(slices.Clone(p.need), i, i+1)
-	d := p.stepOne(target, rest, gate, true)
+	_, why := p.reloadable(target)
+	d := p.stepOne(target, rest, gate, true, why)
 	d.Step.AcceptedLoss = p.lossOnRestart(target)
 	return d, true
 }
@@ -426,20 +438,27 @@ func (p *planner) rollOne() Decision {
 				return p.dataLossHold(target, lost)
 			}
 			rest := slices.Delete(slices.Clone(p.need), i, i+1)
-			d := p.stepOne(target, rest, gate, false)
+			_, why := p.reloadable(target)
+			d := p.stepOne(target, rest, gate, false, why)
 			d.Step.Down = true
 			d.Progressing.Message += ", which is down (" + downWhy(target) + "): restarting it cannot lower availability, and the rest of the cluster is settled without it"
 			return d
 		}
 		return p.waitForGate(gate, p.need[0].Name)
 	}
+	reload, why := p.reloadable(p.need[0])
+	if reload {
+		return p.reloadStep(p.need[0], p.need[1:])
+	}
 	if lost := p.lossOnRestart(p.need[0]); len(lost) > 0 {
 		return p.dataLossHold(p.need[0], lost)
 	}
-	return p.stepOne(p.need[0], p.need[1:], gate, false)
+	return p.stepOne(p.need[0], p.need[1:], gate, false, why)
 }
 
-func (p *planner) stepOne(target ServerState, rest []ServerState, gate gateResult, forced bool) Decision {
+// stepOne restarts one server; why is the restart reason
+// (status.rollout.restartReason), kept from an earlier step of the rollout.
+func (p *planner) stepOne(target ServerState, rest []ServerState, gate gateResult, forced bool, why string) Decision {
 	msg := stepMessage(target.Name, p.done+1, p.total, forced, gate, p.in.Paused)
 	return p.decision(Decision{
 		Step: &Step{Kind: RestartOne, Servers: []string{target.Name}, Forced: forced},
@@ -448,6 +467,7 @@ func (p *planner) stepOne(target ServerState, rest []ServerState, gate gateResul
 			Updated:        names(p.stepped),
 			Current:        target.Name,
 			Pending:        names(rest),
+			RestartReason:  why,
 		},
 		Progressing: condition(metav1.ConditionTrue, clusterv1beta1.ReasonRollingRestart, msg),
 	})
@@ -458,10 +478,35 @@ func (p *planner) stepOne(target ServerState, rest []ServerState, gate gateResul
 // empty after the last step.
 func (p *planner) waitForGate(gate gateResult, next string) Decision {
 	cur := p.current(gate)
-	return p.wait(p.rolloutStatus(cur, gate), gate, clusterv1beta1.ReasonRollingRestart,
+	reason, verb := clusterv1beta1.ReasonRollingRestart, "restarting"
+	if p.reloading(cur, next) {
+		reason, verb = clusterv1beta1.ReasonReloading, "reloading"
+	}
+	return p.wait(p.rolloutStatus(cur, gate), gate, reason,
 		func(waitingFor string, blocked bool, waited time.Duration, detail string) string {
-			return waitingMessage(cur, next, p.position(cur), p.total, p.done, waitingFor, blocked, waited, detail)
+			return waitingMessage(verb, cur, next, p.position(cur), p.total, p.done, waitingFor, blocked, waited, detail)
 		})
+}
+
+// reloading says whether the wait is about a reload: the current server was
+// reloaded, or, with none current, the next one reloads.
+func (p *planner) reloading(cur, next string) bool {
+	find := func(name string, in []ServerState) (ServerState, bool) {
+		i := slices.IndexFunc(in, func(s ServerState) bool { return s.Name == name })
+		if i < 0 {
+			return ServerState{}, false
+		}
+		return in[i], true
+	}
+	if cur != "" {
+		s, ok := find(cur, p.stepped)
+		return ok && p.in.reloaded(s)
+	}
+	if s, ok := find(next, p.need); ok {
+		r, _ := p.reloadable(s)
+		return r
+	}
+	return false
 }
 
 // wait holds with reason, or GateBlocked once the gate has been closed on
@@ -563,6 +608,11 @@ func (p *planner) rolloutStatus(cur string, gate gateResult) *clusterv1beta1.Rol
 // the servers to create, whether the hold notifies, and when to look again.
 func (p *planner) decision(d Decision) Decision {
 	d.Changes = p.changes
+	if r, prev := d.Rollout, p.in.Previous; r != nil && prev != nil && prev.TargetRevision == r.TargetRevision &&
+		prev.RestartReason != "" && (r.RestartReason == "" || d.Step == nil || d.Step.Kind != RestartOne) {
+		// The first restart's reason stands for the rollout.
+		r.RestartReason = prev.RestartReason
+	}
 	if len(p.clear) > 0 {
 		d.ClearAnnotations = sortedCopy(p.clear)
 	}

@@ -146,7 +146,7 @@ func TestScaleUp(t *testing.T) {
 			if d.Progressing.Reason != tt.reason || d.Progressing.Status != tt.status || d.Progressing.Message != tt.message {
 				t.Errorf("Progressing = %s %s %q, want %s %s %q", d.Progressing.Status, d.Progressing.Reason, d.Progressing.Message, tt.status, tt.reason, tt.message)
 			}
-			if toJSON(d.Rollout) != toJSON(tt.rollout) {
+			if toJSON(withoutRestartReason(d.Rollout)) != toJSON(tt.rollout) {
 				t.Errorf("Rollout = %s, want %s", toJSON(d.Rollout), toJSON(tt.rollout))
 			}
 			if tt.waitsFor != "" && (d.Hold == nil || d.Hold.WaitingFor != tt.waitsFor) {

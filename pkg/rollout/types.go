@@ -67,6 +67,19 @@ type Input struct {
 	// Paused is spec.rollout.paused.
 	Paused bool
 
+	// CanReload says the controller can send a server a config reload
+	// ($SYS.REQ.SERVER.<id>.RELOAD): it has system credentials
+	// (spec.auth.systemCredentials, or its own system user that a running
+	// server already runs). NoReload says why not, for restartReason, e.g.
+	// "reloads need spec.auth.systemCredentials".
+	CanReload bool
+	NoReload  string
+
+	// ReloadTimeout is how long a reloaded server may take to report its new
+	// revision (the kubelet updates a mounted ConfigMap within about a
+	// minute) before the reload becomes a restart of that server.
+	ReloadTimeout time.Duration
+
 	// Now is the time of this sync.
 	Now metav1.Time
 }
@@ -123,10 +136,37 @@ type ServerState struct {
 	// PersistentVolumeClaim (its StatefulSet has no claim template): a
 	// restart starts it empty.
 	EphemeralStore bool
+	// Reload is the last config reload of the server (its StatefulSet's
+	// reload annotation); zero when none.
+	Reload ServerReload
 	// Running are the facts of the config this server runs: the config it was
 	// last given (its ConfigMap, which changes only at its own step). Ignored
 	// unless Created.
 	Running ConfigFacts
+}
+
+// ReloadPhase is how far a server's config reload went.
+type ReloadPhase string
+
+const (
+	// ReloadStarted: the Reload step wrote the server's ConfigMap and asks
+	// the server to reload until it reports the revision.
+	ReloadStarted ReloadPhase = "Started"
+	// ReloadDone: the server reported the revision after the reload.
+	ReloadDone ReloadPhase = "Done"
+	// ReloadRefused: nats-server answered the reload with an error.
+	ReloadRefused ReloadPhase = "Refused"
+)
+
+// ServerReload is a server's last config reload.
+type ServerReload struct {
+	// Revision is the server's config revision the reload applies.
+	Revision string
+	Phase    ReloadPhase
+	// Since is when the reload started (Started) or ended.
+	Since metav1.Time
+	// Message is nats-server's error of a refused reload.
+	Message string
 }
 
 // Verdict is the Settled verdict of an observation.
@@ -201,9 +241,11 @@ const (
 	// RestartAll updates every server to the target and restarts them all
 	// together (an outage). Payload: Servers (all) and the restart fields.
 	RestartAll StepKind = "RestartAll"
-	// Reload writes one server's ConfigMap and has the server reload it,
-	// without a restart. Payload: Reload. Not planned yet: no change is
-	// classified as reloadable.
+	// Reload applies one server's config without a restart: it records the
+	// reload on the server's StatefulSet (Started), writes its ConfigMap,
+	// and asks the server to reload until it reports the revision (then
+	// Done), or records nats-server's refusal (Refused). Taken again while
+	// the reload is in flight. Payload: Reload.
 	Reload StepKind = "Reload"
 	// RemoveServer removes a server beyond spec.replicas: its JetStream peer,
 	// then its objects. Payload: Remove. Not planned yet.
@@ -217,6 +259,11 @@ const (
 type ReloadStep struct {
 	// Server is the server whose config is reloaded.
 	Server string
+	// Revision is the server's target config revision.
+	Revision string
+	// Confirmed says the server already reports Revision: record the reload
+	// Done and send nothing.
+	Confirmed bool
 }
 
 // RemoveServerStep is the payload of a RemoveServer step.
@@ -306,4 +353,9 @@ type Decision struct {
 	// Soon says to look again within a second: a step was taken, a rollout
 	// is in flight, or a hold NATS itself can release.
 	Soon bool
+	// AppliedBy and RestartReason are status.config's when Progressing is
+	// UpToDate: Reload when every server of the rollout reloaded (or was
+	// added), else Restart with the rollout's restart reason.
+	AppliedBy     clusterv1beta1.ConfigAppliedBy
+	RestartReason string
 }

@@ -120,6 +120,13 @@ const (
 	// for the revision the cluster rolls to was added by a scale-up. Only
 	// the StatefulSet's creation writes it.
 	AnnotationCreatedFor = "cluster.nats-operator.io/created-for"
+	// AnnotationReload is the StatefulSet annotation recording a config
+	// reload of the server: "<config revision> <Started|Done|Refused>
+	// <RFC 3339 time>[ <nats-server's error>]". A Reload step writes it
+	// before the ConfigMap, so a controller that restarts mid-reload knows
+	// the change was found reloadable; it is metadata, so writing it
+	// restarts nothing.
+	AnnotationReload = "cluster.nats-operator.io/reload"
 )
 
 // Gate checks, in the order the planner evaluates them.

@@ -375,6 +375,12 @@ type RolloutStatus struct {
 	// gate is what the next step waits for.
 	// +optional
 	Gate *Gate `json:"gate,omitempty"`
+	// restartReason says why this rollout restarts servers rather than
+	// reloading their config: the change that only a restart applies, a
+	// reload nats-server refused or did not confirm in time, or the field
+	// that would enable reloads. It becomes status.config.restartReason.
+	// +optional
+	RestartReason string `json:"restartReason,omitempty"`
 }
 
 // Gate is the condition the next step waits for.

@@ -33,6 +33,11 @@ type RolloutStatusApplyConfiguration struct {
 	Pending []string `json:"pending,omitempty"`
 	// gate is what the next step waits for.
 	Gate *GateApplyConfiguration `json:"gate,omitempty"`
+	// restartReason says why this rollout restarts servers rather than
+	// reloading their config: the change that only a restart applies, a
+	// reload nats-server refused or did not confirm in time, or the field
+	// that would enable reloads. It becomes status.config.restartReason.
+	RestartReason *string `json:"restartReason,omitempty"`
 }
 
 // RolloutStatusApplyConfiguration constructs a declarative configuration of the RolloutStatus type for use with
@@ -82,5 +87,13 @@ func (b *RolloutStatusApplyConfiguration) WithPending(values ...string) *Rollout
 // If called multiple times, the Gate field is set to the value of the last call.
 func (b *RolloutStatusApplyConfiguration) WithGate(value *GateApplyConfiguration) *RolloutStatusApplyConfiguration {
 	b.Gate = value
+	return b
+}
+
+// WithRestartReason sets the RestartReason field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the RestartReason field is set to the value of the last call.
+func (b *RolloutStatusApplyConfiguration) WithRestartReason(value string) *RolloutStatusApplyConfiguration {
+	b.RestartReason = &value
 	return b
 }

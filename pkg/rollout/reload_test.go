@@ -1,0 +1,157 @@
+package rollout
+
+import (
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
+)
+
+var (
+	tagged   = target(func(f *ConfigFacts) { f.ServerTags = []string{"az:a"} })
+	upgraded = target(func(f *ConfigFacts) { f.Version = "2.15.3" })
+	withAuth = func(in *Input) {
+		in.Target.Operator, in.Target.SystemAccount = opA, sysA
+		for i := range in.Servers {
+			in.Servers[i].Running.Operator, in.Servers[i].Running.SystemAccount = opA, sysA
+		}
+	}
+)
+
+func canReload(in *Input) { in.CanReload, in.ReloadTimeout = true, 2*time.Minute }
+
+func cannotReload(why string) opt {
+	return func(in *Input) { in.CanReload, in.NoReload, in.ReloadTimeout = false, why, 2*time.Minute }
+}
+
+// reloadAt records a reload of the server onto newRev; Started and Refused
+// leave its ConfigMap at newRev and its pod template on oldRev, Done makes
+// it report newRev.
+func reloadAt(name string, phase ReloadPhase, since time.Duration, msg string) opt {
+	return func(in *Input) {
+		s := server(in, name)
+		s.Reload = ServerReload{Revision: newRev, Phase: phase, Since: ts(since), Message: msg}
+		s.ConfigRevision, s.Running = newRev, in.Target
+		if phase == ReloadDone {
+			s.ReportedRevision = newRev
+		}
+	}
+}
+
+func TestReload(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      Input
+		kind    StepKind // "" for no step
+		server  string
+		confirm bool
+		reason  string
+		message string
+		why     string // status.rollout.restartReason
+	}{
+		{
+			name: "other server tags on a cluster without auth are reloaded, highest ordinal first",
+			in:   cluster(3, tagged, canReload),
+			kind: Reload, server: "demo-2", reason: clusterv1beta1.ReasonReloading, message: "reloading demo-2 (1 of 3)",
+		},
+		{
+			name: "without a way to send the reload, other server tags restart the server and the status says which field enables reloads",
+			in:   cluster(3, tagged, cannotReload("reloads need spec.auth.systemCredentials")),
+			kind: RestartOne, server: "demo-2", reason: clusterv1beta1.ReasonRollingRestart, message: "restarting demo-2 (1 of 3)",
+			why: "reloads need spec.auth.systemCredentials",
+		},
+		{
+			name: "a change with a reloadable and a restart-only part restarts, naming the restart-only part",
+			in:   cluster(3, tagged, upgraded, canReload),
+			kind: RestartOne, server: "demo-2", reason: clusterv1beta1.ReasonRollingRestart, message: "restarting demo-2 (1 of 3)",
+			why: "another nats-server version (2.15.2 -> 2.15.3) cannot be reloaded",
+		},
+		{
+			name: "with auth, other server tags restart: a reload would stop the account resolver",
+			in:   cluster(3, withAuth, tagged, canReload),
+			kind: RestartOne, server: "demo-2", reason: clusterv1beta1.ReasonRollingRestart, message: "restarting demo-2 (1 of 3)",
+			why: "other server tags (none -> az:a) cannot be reloaded with auth (a reload stops the server fetching accounts from its peers)",
+		},
+		{
+			name: "a reload in flight is asked again, even through a closed gate, until the server reports the revision",
+			in:   cluster(3, tagged, canReload, reloadAt("demo-2", ReloadStarted, 0, ""), at(30*time.Second), unsettled(clusterv1beta1.ReasonGroupsCatchingUp, "catching up")),
+			kind: Reload, server: "demo-2", reason: clusterv1beta1.ReasonReloading,
+			message: "reloading demo-2 (1 of 3); waiting for it to report revision new",
+		},
+		{
+			name: "a reload in flight whose server reports the revision is recorded done",
+			in:   cluster(3, tagged, canReload, reloadAt("demo-2", ReloadStarted, 0, ""), reports("demo-2", newRev), at(5*time.Second)),
+			kind: Reload, server: "demo-2", confirm: true, reason: clusterv1beta1.ReasonReloading, message: "reloading demo-2 (1 of 3)",
+		},
+		{
+			name: "a reload not confirmed within the timeout becomes a restart of that server, with the reason",
+			in:   cluster(3, tagged, canReload, reloadAt("demo-2", ReloadStarted, 0, ""), at(2*time.Minute)),
+			kind: RestartOne, server: "demo-2", reason: clusterv1beta1.ReasonRollingRestart, message: "restarting demo-2 (1 of 3)",
+			why: "demo-2 did not report revision new within 2m0s of its reload",
+		},
+		{
+			name: "a reload nats-server refused becomes a restart of that server, with nats-server's words",
+			in: cluster(3, tagged, canReload,
+				reloadAt("demo-2", ReloadRefused, 0, "config reload not supported for decreasing jetstream max memory and store")),
+			kind: RestartOne, server: "demo-2", reason: clusterv1beta1.ReasonRollingRestart, message: "restarting demo-2 (1 of 3)",
+			why: "nats-server refused to reload demo-2: config reload not supported for decreasing jetstream max memory and store",
+		},
+		{
+			name: "a reloaded server counts as on the target: the next one is reloaded once the gate opens",
+			in:   cluster(3, tagged, canReload, reloadAt("demo-2", ReloadDone, 0, "")),
+			kind: Reload, server: "demo-1", reason: clusterv1beta1.ReasonReloading, message: "reloading demo-1 (2 of 3)",
+		},
+		{
+			name: "before the next reload, a closed gate is waited for as Reloading",
+			in:   cluster(3, tagged, canReload, reloadAt("demo-2", ReloadDone, 0, ""), unsettled(clusterv1beta1.ReasonGroupsCatchingUp, "catching up")),
+			reason: clusterv1beta1.ReasonReloading, message: "before reloading demo-1 (2 of 3); waiting for Settled",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := Plan(tt.in)
+			switch {
+			case tt.kind == "" && d.Step != nil:
+				t.Fatalf("Step = %+v, want none", d.Step)
+			case tt.kind != "" && d.Step == nil:
+				t.Fatalf("no step, want %s of %s; Progressing %s %q", tt.kind, tt.server, d.Progressing.Reason, d.Progressing.Message)
+			case tt.kind == Reload:
+				if d.Step.Kind != Reload || d.Step.Reload == nil || d.Step.Reload.Server != tt.server || d.Step.Reload.Revision != newRev || d.Step.Reload.Confirmed != tt.confirm {
+					t.Errorf("Step = %+v (reload %+v), want a Reload of %s to %s, confirmed %t", d.Step, d.Step.Reload, tt.server, newRev, tt.confirm)
+				}
+			case tt.kind == RestartOne:
+				if d.Step.Kind != RestartOne || len(d.Step.Servers) != 1 || d.Step.Servers[0] != tt.server {
+					t.Errorf("Step = %+v, want a restart of %s", d.Step, tt.server)
+				}
+			}
+			if d.Progressing.Status != metav1.ConditionTrue || d.Progressing.Reason != tt.reason || d.Progressing.Message != tt.message {
+				t.Errorf("Progressing = %s %s %q, want True %s %q", d.Progressing.Status, d.Progressing.Reason, d.Progressing.Message, tt.reason, tt.message)
+			}
+			if d.Rollout == nil || d.Rollout.RestartReason != tt.why {
+				t.Errorf("status.rollout = %s, want restartReason %q", toJSON(d.Rollout), tt.why)
+			}
+		})
+	}
+}
+
+// Once every server reloaded and reports the target, the cluster is up to
+// date with appliedBy Reload; a rollout that restarted says Restart with the
+// reason it carried in status.rollout.
+func TestAppliedBy(t *testing.T) {
+	reloadedAll := cluster(3, tagged, canReload, reloadAt("demo-2", ReloadDone, 0, ""), reloadAt("demo-1", ReloadDone, 0, ""), reloadAt("demo-0", ReloadDone, 0, ""),
+		previous(&clusterv1beta1.RolloutStatus{TargetRevision: newRev, Current: "demo-0", Updated: []string{"demo-2", "demo-1"}}))
+	d := Plan(reloadedAll)
+	if d.Progressing.Reason != clusterv1beta1.ReasonUpToDate || d.AppliedBy != clusterv1beta1.AppliedByReload || d.RestartReason != "" {
+		t.Errorf("every server reloaded: %s %q, appliedBy %q, restartReason %q; want UpToDate, Reload, none", d.Progressing.Reason, d.Progressing.Message, d.AppliedBy, d.RestartReason)
+	}
+
+	restarted := cluster(3, upgraded, stepped("demo-2", "demo-1", "demo-0"),
+		previous(&clusterv1beta1.RolloutStatus{TargetRevision: newRev, Current: "demo-0", Updated: []string{"demo-2", "demo-1"},
+			RestartReason: "another nats-server version (2.15.2 -> 2.15.3) cannot be reloaded"}))
+	d = Plan(restarted)
+	if d.Progressing.Reason != clusterv1beta1.ReasonUpToDate || d.AppliedBy != clusterv1beta1.AppliedByRestart || d.RestartReason != "another nats-server version (2.15.2 -> 2.15.3) cannot be reloaded" {
+		t.Errorf("every server restarted: %s %q, appliedBy %q, restartReason %q; want UpToDate, Restart, the carried reason", d.Progressing.Reason, d.Progressing.Message, d.AppliedBy, d.RestartReason)
+	}
+}
