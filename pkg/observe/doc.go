@@ -44,21 +44,30 @@
 //
 // # The system account
 //
-// System returns a client connected, with Target.SystemCredentials, to the
-// pod addresses (servers discovered from INFO are ignored: never cluster
-// DNS). It reloads one server (RELOAD, resolving the server's current id by
+// System returns a client connected, with Target.SystemCredentials (a creds
+// file, operator mode) or else Target.SystemUser and SystemPassword (the
+// controller's system user of a cluster without spec.auth), to the pod
+// addresses (servers discovered from INFO are ignored: never cluster DNS).
+// A new connection must answer $SYS.REQ.SERVER.<id>.IDZ before it is used: a
+// server without the accounts block ignores a user and password and admits
+// the client into $G, where that request has no responders, so System
+// returns an error wrapping ErrNotSystemAccount rather than a client that
+// cannot reach $SYS. A changed password makes a new connection. It reloads one server (RELOAD, resolving the server's current id by
 // exact name first), removes a JetStream peer, makes the meta leader step
 // down, and sends fan-out requests ($SYS.REQ.SERVER.PING.<kind>) that collect
 // replies until every named server answered or the timeout, matching names
-// exactly (demo-1 is not demo-10). Credentials are never logged nor put in
-// errors.
+// exactly (demo-1 is not demo-10). A reload the server refuses (an option
+// that cannot change at runtime) is a *ReloadRefusedError with the server's
+// words; a timeout or no responders is returned as it is. Credentials are
+// never logged nor put in errors.
 //
 // # Choices that differ from the first sketch
 //
 //   - Snapshot fields are exported (not hidden behind accessors) so that the
 //     planner's tests build fixtures directly; the Observer never changes a
 //     Snapshot it returned and shares nothing between Snapshots.
-//   - Target.SystemCredentials is used by System only; Observe never needs it.
+//   - Target.SystemCredentials, SystemUser and SystemPassword are used by
+//     System only; Observe never needs them.
 //   - Verdict.Status is a metav1.ConditionStatus, ready for a condition.
 //   - Monitoring responses are decoded into small local types (wire.go)
 //     rather than nats-server's, which keeps nats-server out of the

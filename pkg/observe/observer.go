@@ -45,6 +45,11 @@ type Target struct {
 	// SystemCredentials is the content of a creds file of a system account
 	// user (operator mode only). Observe does not need it; System does.
 	SystemCredentials []byte
+	// SystemUser and SystemPassword are the controller's system user for
+	// clusters without spec.auth (render.SystemUser, whose password the
+	// controller keeps in a Secret). System uses them when
+	// SystemCredentials is empty; Observe does not need them.
+	SystemUser, SystemPassword string
 }
 
 // ServerAddr is where one server is reached: its pod IP, never a DNS name

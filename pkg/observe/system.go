@@ -3,6 +3,7 @@ package observe
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 const (
 	subjectPing         = "$SYS.REQ.SERVER.PING." // + kind: STATSZ, IDZ, VARZ, JSZ, ...
 	subjectServerReload = "$SYS.REQ.SERVER.%s.RELOAD"
+	subjectServerIDZ    = "$SYS.REQ.SERVER.%s.IDZ"
 	subjectPeerRemove   = "$JS.API.SERVER.REMOVE"
 	subjectMetaStepDown = "$JS.API.META.LEADER.STEPDOWN"
 )
@@ -32,7 +34,8 @@ const (
 	PingHealthz = "HEALTHZ"
 )
 
-// ErrNoSystemCredentials is returned by System when the Target has none.
+// ErrNoSystemCredentials is returned by System when the Target has neither
+// SystemCredentials nor SystemUser and SystemPassword.
 var ErrNoSystemCredentials = errors.New("no system credentials")
 
 // ErrServerNotFound is returned when no server of the given name answered.
@@ -65,11 +68,22 @@ type SystemClient struct {
 }
 
 // System returns the $SYS client of the target's cluster, connecting on
-// first use and again when the credentials or the addresses change or the
-// connection was closed. The connection lives until Forget or Close.
+// first use and again when the credentials (creds file, or system user and
+// password) or the addresses change or the connection was closed. The
+// connection lives until Forget or Close.
+//
+// With a system user, the connection is checked to be in the system
+// account before it is returned: a server whose config has no accounts
+// block ignores a user and password and lets the client into the global
+// account without a word. Every new connection is therefore asked a
+// request only the system account can answer ($SYS.REQ.SERVER.<id>.IDZ);
+// with no responders, System closes it and returns an error wrapping
+// ErrNotSystemAccount ("connected to demo-0 but not into the system
+// account: the server does not run the controller's system user yet").
 func (o *Observer) System(ctx context.Context, t Target) (*SystemClient, error) {
-	if len(t.SystemCredentials) == 0 {
-		return nil, ErrNoSystemCredentials
+	auth, err := systemAuth(t)
+	if err != nil {
+		return nil, err
 	}
 	c, err := o.conns(t.Cluster)
 	if err != nil {
@@ -84,14 +98,7 @@ func (o *Observer) System(ctx context.Context, t Target) (*SystemClient, error) 
 	if len(urls) == 0 {
 		return nil, errors.New("connecting to the system account: no server has an address")
 	}
-	h := sha256.New()
-	h.Write(t.SystemCredentials)
-	for _, u := range urls {
-		h.Write([]byte{0})
-		h.Write([]byte(u))
-	}
-	var key [32]byte
-	copy(key[:], h.Sum(nil))
+	key := connectionKey(t, urls)
 
 	c.sysMu.Lock()
 	defer c.sysMu.Unlock()
@@ -101,6 +108,53 @@ func (o *Observer) System(ctx context.Context, t Target) (*SystemClient, error) 
 		}
 		s.close()
 		c.sys = nil
+	}
+	timeout := o.opts.RequestTimeout
+	if d, ok := ctx.Deadline(); ok && time.Until(d) < timeout {
+		timeout = max(time.Until(d), time.Millisecond)
+	}
+	nc, err := nats.Connect(strings.Join(urls, ","),
+		auth,
+		nats.Name(o.opts.Name),
+		nats.Timeout(timeout),
+		nats.IgnoreDiscoveredServers(),
+		nats.MaxReconnects(-1),
+		nats.NoCallbacksAfterClientClose(),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to the system account of %s: %w", t.Cluster, err)
+	}
+	why := "the server does not run the controller's system user yet"
+	if len(t.SystemCredentials) > 0 {
+		why = "the credentials are not of a system account user"
+	}
+	if err := checkSystemAccount(ctx, nc, timeout, why); err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("connecting to the system account of %s: %w", t.Cluster, err)
+	}
+	if !o.current(t.Cluster, c) {
+		// Forgotten or closed while connecting.
+		nc.Close()
+		return nil, ErrClosed
+	}
+	c.sys = &SystemClient{nc: nc, key: key, timeout: o.opts.RequestTimeout}
+	return c.sys, nil
+}
+
+// systemAuth is the nats.go option that authenticates as the target's
+// system account user: the creds file when there is one, else the system
+// user and password. Neither is ever put in an error.
+func systemAuth(t Target) (nats.Option, error) {
+	if len(t.SystemCredentials) == 0 {
+		switch {
+		case t.SystemUser == "" && t.SystemPassword == "":
+			return nil, ErrNoSystemCredentials
+		case t.SystemUser == "":
+			return nil, errors.New("connecting to the system account: a system password was given without a system user")
+		case t.SystemPassword == "":
+			return nil, fmt.Errorf("connecting to the system account: system user %q has no password", t.SystemUser)
+		}
+		return nats.UserInfo(t.SystemUser, t.SystemPassword), nil
 	}
 	userJWT, err := jwt.ParseDecoratedJWT(t.SystemCredentials)
 	if err != nil {
@@ -114,28 +168,64 @@ func (o *Observer) System(ctx context.Context, t Target) (*SystemClient, error) 
 	if err != nil {
 		return nil, errors.New("connecting to the system account: the credentials hold no user seed")
 	}
-	timeout := o.opts.RequestTimeout
-	if d, ok := ctx.Deadline(); ok && time.Until(d) < timeout {
-		timeout = max(time.Until(d), time.Millisecond)
+	return nats.UserJWTAndSeed(userJWT, string(seedBytes)), nil
+}
+
+// connectionKey is a digest of what a $SYS connection was made with: the
+// credentials (creds file, or user and password: a changed password makes
+// a new connection) and the addresses. Every part is length-prefixed, so no
+// two different inputs run together into the same bytes.
+func connectionKey(t Target, urls []string) [32]byte {
+	h := sha256.New()
+	part := func(b []byte) {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(b)))
+		h.Write(n[:])
+		h.Write(b)
 	}
-	nc, err := nats.Connect(strings.Join(urls, ","),
-		nats.UserJWTAndSeed(userJWT, string(seedBytes)),
-		nats.Name(o.opts.Name),
-		nats.Timeout(timeout),
-		nats.IgnoreDiscoveredServers(),
-		nats.MaxReconnects(-1),
-		nats.NoCallbacksAfterClientClose(),
-	)
+	if len(t.SystemCredentials) > 0 {
+		part([]byte("creds"))
+		part(t.SystemCredentials)
+	} else {
+		part([]byte("user"))
+		part([]byte(t.SystemUser))
+		part([]byte(t.SystemPassword))
+	}
+	for _, u := range urls {
+		part([]byte(u))
+	}
+	var key [32]byte
+	copy(key[:], h.Sum(nil))
+	return key
+}
+
+// ErrNotSystemAccount is wrapped by the error of System when the
+// connection was made but is not in the system account (see System).
+var ErrNotSystemAccount = errors.New("not into the system account")
+
+// checkSystemAccount asks the connected server for its id
+// ($SYS.REQ.SERVER.<id>.IDZ), which only a client of the system account
+// can: from any other account the request has no responders. why says what
+// that means for these credentials.
+func checkSystemAccount(ctx context.Context, nc *nats.Conn, timeout time.Duration, why string) error {
+	id, name := nc.ConnectedServerId(), nc.ConnectedServerName()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	m, err := nc.RequestWithContext(ctx, fmt.Sprintf(subjectServerIDZ, id), nil)
+	if errors.Is(err, nats.ErrNoResponders) {
+		return fmt.Errorf("connected to %s but %w: %s", name, ErrNotSystemAccount, why)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("connecting to the system account of %s: %w", t.Cluster, err)
+		return fmt.Errorf("checking that the connection to %s is in the system account: %w", name, err)
 	}
-	if !o.current(t.Cluster, c) {
-		// Forgotten or closed while connecting.
-		nc.Close()
-		return nil, ErrClosed
+	r, err := decodeReply(m.Data)
+	if err != nil {
+		return fmt.Errorf("checking that the connection to %s is in the system account: %w", name, err)
 	}
-	c.sys = &SystemClient{nc: nc, key: key, timeout: o.opts.RequestTimeout}
-	return c.sys, nil
+	if r.Server.ID != id {
+		return fmt.Errorf("checking that the connection to %s is in the system account: answered by server id %q, not %q", name, r.Server.ID, id)
+	}
+	return nil
 }
 
 func (c *SystemClient) close() { c.nc.Close() }
@@ -315,7 +405,26 @@ func (c *SystemClient) ServerID(ctx context.Context, name string) (string, error
 	return f.Replies[0].Server.ID, nil
 }
 
+// ReloadRefusedError is returned by Reload when the server answered the
+// RELOAD with an error: its config was read and refused (an option that
+// cannot change at runtime, a config that does not parse). The server keeps
+// running its previous config. Errors of the transport (a timeout, no
+// responders, a closed connection) are returned as they are, never as a
+// ReloadRefusedError: they say nothing of the config.
+type ReloadRefusedError struct {
+	// Server is the name of the server that refused.
+	Server string
+	// Message is the server's error, e.g. "config reload not supported for
+	// decreasing jetstream max memory and store".
+	Message string
+}
+
+func (e *ReloadRefusedError) Error() string {
+	return fmt.Sprintf("server %s refused to reload its config: %s", e.Server, e.Message)
+}
+
 // Reload makes the named server reload its config ($SYS.REQ.SERVER.<id>.RELOAD).
+// A refusal by the server is a *ReloadRefusedError (use errors.As).
 func (c *SystemClient) Reload(ctx context.Context, name string) error {
 	id, err := c.ServerID(ctx, name)
 	if err != nil {
@@ -325,15 +434,19 @@ func (c *SystemClient) Reload(ctx context.Context, name string) error {
 	if err != nil {
 		return fmt.Errorf("reloading server %s: %w", name, err)
 	}
-	r, err := decodeReply(b)
-	if err != nil {
-		return fmt.Errorf("reloading server %s: %w", name, err)
+	var w wireReply
+	if err := json.Unmarshal(b, &w); err != nil {
+		return fmt.Errorf("reloading server %s: decoding $SYS reply: %w", name, err)
 	}
-	if r.Error != "" {
-		return fmt.Errorf("reloading server %s: %s", name, r.Error)
+	if w.Error != nil {
+		return &ReloadRefusedError{Server: name, Message: w.Error.Description}
 	}
-	if r.Server.Name != name {
-		return fmt.Errorf("reloading server %s: answered by %q", name, r.Server.Name)
+	if w.Server == nil || w.Server.Name != name {
+		got := ""
+		if w.Server != nil {
+			got = w.Server.Name
+		}
+		return fmt.Errorf("reloading server %s: answered by %q", name, got)
 	}
 	return nil
 }
