@@ -104,8 +104,8 @@ func TestReload(t *testing.T) {
 			kind: Reload, server: "demo-1", reason: clusterv1beta1.ReasonReloading, message: "reloading demo-1 (2 of 3)",
 		},
 		{
-			name: "before the next reload, a closed gate is waited for as Reloading",
-			in:   cluster(3, tagged, canReload, reloadAt("demo-2", ReloadDone, 0, ""), unsettled(clusterv1beta1.ReasonGroupsCatchingUp, "catching up")),
+			name:   "before the next reload, a closed gate is waited for as Reloading",
+			in:     cluster(3, tagged, canReload, reloadAt("demo-2", ReloadDone, 0, ""), unsettled(clusterv1beta1.ReasonGroupsCatchingUp, "catching up")),
 			reason: clusterv1beta1.ReasonReloading, message: "before reloading demo-1 (2 of 3); waiting for Settled",
 		},
 	}
