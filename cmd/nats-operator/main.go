@@ -31,6 +31,7 @@ import (
 )
 
 type options struct {
+	reloadTimeout  time.Duration
 	kubeconfig     string
 	namespace      string
 	workers        int
@@ -58,6 +59,8 @@ func main() {
 	flag.DurationVar(&o.resync, "resync", 10*time.Minute, "Informer resync period.")
 	flag.Float64Var(&o.qps, "kube-api-qps", 20, "Requests per second to the Kubernetes API (client-side limit).")
 	flag.IntVar(&o.burst, "kube-api-burst", 40, "Burst of requests to the Kubernetes API above --kube-api-qps.")
+	flag.DurationVar(&o.reloadTimeout, "reload-timeout", controller.DefaultReloadTimeout,
+		"How long a server may take to report the config it was reloaded onto (a kubelet updates a mounted ConfigMap within about a minute) before it is restarted instead.")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
@@ -118,6 +121,7 @@ func run(ctx context.Context, o options) error {
 		PDBs:           kubeFactory.Policy().V1().PodDisruptionBudgets(),
 		Secrets:        secretFactory.Core().V1().Secrets(),
 	}, metrics)
+	ctrl.SetReloadTimeout(o.reloadTimeout)
 
 	// Caches fill whether or not this replica leads, so a new leader starts warm.
 	kubeFactory.Start(ctx.Done())

@@ -60,6 +60,7 @@ type Informers struct {
 // tests give a fixed Snapshot instead.
 type clusterObserver interface {
 	Observe(ctx context.Context, t observe.Target) *observe.Snapshot
+	System(ctx context.Context, t observe.Target) (*observe.SystemClient, error)
 	Forget(cluster string)
 	Close()
 }
@@ -95,6 +96,13 @@ type Controller struct {
 	// ownWrites keeps syncs from planning on a cache that has not yet
 	// seen the controller's own last write of a NatsCluster.
 	ownWrites *ownWrites
+	// systemUsers caches the checked system user Secrets.
+	systemUsers systemUserCache
+	// reloadSends paces the reloads sent while one is in flight.
+	reloadSends reloadSends
+	// reloadTimeout is how long a reload may go unconfirmed before it
+	// becomes a restart (SetReloadTimeout).
+	reloadTimeout time.Duration
 
 	// cachesSynced is set once every informer has synced (for /readyz).
 	cachesSynced sync.Once
@@ -126,6 +134,7 @@ func New(ctx context.Context, kubeClient kubernetes.Interface, natsClient versio
 		pdbs:           inf.PDBs.Lister(),
 		secrets:        inf.Secrets.Lister(),
 		ownWrites:      newOwnWrites(),
+		reloadTimeout:  DefaultReloadTimeout,
 		synced: []cache.InformerSynced{
 			inf.Clusters.Informer().HasSynced, inf.OperatorTrusts.Informer().HasSynced,
 			inf.AccountTrusts.Informer().HasSynced, inf.StatefulSets.Informer().HasSynced,
@@ -161,7 +170,10 @@ func New(ctx context.Context, kubeClient kubernetes.Interface, natsClient versio
 	}
 	handle(inf.OperatorTrusts.Informer(), c.enqueueReferrers)
 	handle(inf.AccountTrusts.Informer(), c.enqueueReferrers)
-	handle(inf.Secrets.Informer(), c.enqueueReferrers)
+	handle(inf.Secrets.Informer(), func(obj interface{}) {
+		c.enqueueReferrers(obj)
+		c.enqueueOwner(obj) // the system user Secret
+	})
 	return c
 }
 

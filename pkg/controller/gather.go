@@ -30,6 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
+	"github.com/nats-operator/nats-operator/pkg/observe"
 	"github.com/nats-operator/nats-operator/pkg/render"
 	"github.com/nats-operator/nats-operator/pkg/rollout"
 )
@@ -66,6 +67,13 @@ type clusterState struct {
 	extra []serverObjects
 	// shared are the Services and the PDB.
 	shared sharedObjects
+	// systemUser is the controller's system user of a cluster without auth,
+	// from its Secret or chosen by this sync (then newSystemUserSecret is
+	// the Secret to create); nil when none is rendered.
+	systemUser          *systemUser
+	newSystemUserSecret *corev1.Secret
+	// reloadVia is the $SYS target reloads are sent through.
+	reloadVia observe.Target
 	// blocked is why the target cannot be computed or acted on (a reference
 	// that does not resolve, an object in the way); nil when it can.
 	blocked *rollout.Blocked
@@ -84,6 +92,9 @@ func (c *Controller) gather(nc *clusterv1beta1.NatsCluster) (*clusterState, erro
 	err = c.gatherServers(st)
 	if err == nil {
 		err = c.gatherAuth(st)
+	}
+	if err == nil {
+		err = c.gatherSystemUser(st)
 	}
 	var refErr *referenceError
 	var nce *notControlledError

@@ -76,6 +76,7 @@ func (c *Controller) planInput(st *clusterState, out *render.Output, snap *obser
 			s.RestartRevision = sts.Spec.Template.Annotations[clusterv1beta1.AnnotationConfigRevision]
 			s.TemplateRevision = render.TemplateRevisionOf(sts)
 			s.CreatedFor = sts.Annotations[clusterv1beta1.AnnotationCreatedFor]
+			s.Reload = parseReload(&sts.ObjectMeta)
 			s.EphemeralStore = len(sts.Spec.VolumeClaimTemplates) == 0
 			s.ClaimTemplateDiffers = !apiequality.Semantic.DeepEqual(sts.Spec.VolumeClaimTemplates, target.StatefulSet.Spec.VolumeClaimTemplates)
 			var conf []byte
@@ -95,6 +96,8 @@ func (c *Controller) planInput(st *clusterState, out *render.Output, snap *obser
 		in.Servers = append(in.Servers, s)
 	}
 	in.Observation = observation(snap)
+	st.reloadVia, in.CanReload, in.NoReload = c.reloadAccess(st, &in)
+	in.ReloadTimeout = c.reloadTimeout
 	return in
 }
 
@@ -156,8 +159,12 @@ func (c *Controller) executeStep(ctx context.Context, st *clusterState, out *ren
 		if err := c.restart(ctx, st, out, step, why); err != nil {
 			return err
 		}
+	case rollout.Reload:
+		if err := c.reload(ctx, st, out, step); err != nil {
+			return err
+		}
 	default:
-		// Reload, RemoveServer and ReplaceServer are not planned yet.
+		// RemoveServer and ReplaceServer are not planned yet.
 		return fmt.Errorf("the planner asked for a %s step, which this controller does not execute", step.Kind)
 	}
 	c.metrics.Steps.WithLabelValues(string(step.Kind)).Inc()

@@ -124,7 +124,17 @@ func (c *Controller) renderTarget(st *clusterState) *render.Output {
 			in.Running = append(in.Running, r)
 		}
 	}
+	if st.systemUser != nil {
+		in.SystemUser = st.systemUser.render
+	}
 	out, err := render.Render(in)
+	if err == nil {
+		out = c.chooseSystemUser(st, out, func(ru *render.SystemUser) *render.Output {
+			in.SystemUser = ru
+			out, err = render.Render(in)
+			return out
+		})
+	}
 	var te *render.TrustError
 	switch {
 	case errors.As(err, &te):
@@ -156,6 +166,10 @@ func (c *Controller) write(ctx context.Context, st *clusterState, out *render.Ou
 			return wre.Error(), nil
 		}
 		return "", err
+	}
+	if err := c.createSystemUserSecret(ctx, st); err != nil {
+		msg, err := refused(err)
+		return nc, msg, err
 	}
 	if err := c.ensureSharedObjects(ctx, nc, st.shared); err != nil {
 		msg, err := refused(err)

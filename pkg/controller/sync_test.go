@@ -39,7 +39,10 @@ type fakeObserver struct{ snap *observe.Snapshot }
 
 func (f fakeObserver) Observe(context.Context, observe.Target) *observe.Snapshot { return f.snap }
 func (fakeObserver) Forget(string)                                               {}
-func (fakeObserver) Close()                                                      {}
+func (fakeObserver) System(context.Context, observe.Target) (*observe.SystemClient, error) {
+	return nil, observe.ErrNoSystemCredentials
+}
+func (fakeObserver) Close() {}
 
 type fixture struct {
 	t           *testing.T
@@ -219,6 +222,7 @@ func TestSyncCreatesEveryObjectOfANewCluster(t *testing.T) {
 	f := newFixture(t, nc)
 	acts := f.sync()
 	assertActions(t, acts,
+		"create secrets demo-system-user",
 		"create services demo", "create services demo-headless", "create poddisruptionbudgets demo",
 		"create configmaps demo-0-config", "create statefulsets demo-0",
 		"create configmaps demo-1-config", "create statefulsets demo-1",
@@ -237,7 +241,10 @@ func TestSyncTakesOneStepPerSync(t *testing.T) {
 	f := newFixture(t, nc, running(t, outOld)...)
 	f.snap = settled(outOld, outOld.Revision)
 	acts := f.sync()
+	// The cluster had no system user (an older release made it) and changes
+	// anyway: the change adds the system user, its Secret first.
 	assertActions(t, acts,
+		"create secrets demo-system-user",
 		"update configmaps demo-2-config", "update statefulsets demo-2", "delete pods demo-2-0",
 		"update natsclusters/status demo")
 	if ev := events(f.recorder); !slices.ContainsFunc(ev, func(e string) bool {

@@ -120,9 +120,10 @@ func TestBadAuthReferencesHoldAndPlainRestartAllCompletes(t *testing.T) {
 	if _, ok := nc.Annotations[clusterv1beta1.AnnotationRestartAll]; ok {
 		t.Error("restart-all annotation not removed")
 	}
+	revs := s.ServerRevisions(ctx, t, nc)
 	for _, srv := range nc.Status.Servers {
-		if srv.ConfigRevision != nc.Status.Config.Revision {
-			t.Errorf("server %+v not on revision %s", srv, nc.Status.Config.Revision)
+		if srv.ConfigRevision != revs[srv.Name] {
+			t.Errorf("server %+v not on its revision %s", srv, revs[srv.Name])
 		}
 	}
 	t.Logf("plain restart-all without streams completed: %s", framework.Conditions(nc))

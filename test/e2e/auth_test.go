@@ -206,9 +206,10 @@ func TestAddingAuthToARunningCluster(t *testing.T) {
 			t.Errorf("%s was not restarted", p)
 		}
 	}
+	revs := s.ServerRevisions(ctx, t, nc)
 	for _, srv := range nc.Status.Servers {
-		if srv.ConfigRevision != nc.Status.Config.Revision {
-			t.Errorf("server %+v does not report revision %s", srv, nc.Status.Config.Revision)
+		if srv.ConfigRevision != revs[srv.Name] {
+			t.Errorf("server %+v does not report its revision %s", srv, revs[srv.Name])
 		}
 	}
 	events, err := s.Kube.CoreV1().Events("nats").List(ctx, metav1.ListOptions{FieldSelector: "reason=" + clusterv1beta1.EventJetStreamReset})

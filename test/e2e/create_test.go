@@ -54,9 +54,10 @@ func TestCreateExampleCluster(t *testing.T) {
 	if len(nc.Status.Servers) != 3 {
 		t.Fatalf("status.servers has %d entries, want 3", len(nc.Status.Servers))
 	}
+	revs := s.ServerRevisions(ctx, t, nc)
 	for _, srv := range nc.Status.Servers {
-		if srv.ConfigRevision != nc.Status.Config.Revision || srv.Version != "2.15.1" || !srv.Ready {
-			t.Errorf("server %+v, want revision %s, version 2.15.1, ready", srv, nc.Status.Config.Revision)
+		if srv.ConfigRevision != revs[srv.Name] || srv.Version != "2.15.1" || !srv.Ready {
+			t.Errorf("server %+v, want its revision %s, version 2.15.1, ready", srv, revs[srv.Name])
 		}
 	}
 	if nc.Status.Version != "2.15.1" || nc.Status.ReadyReplicas != 3 {

@@ -170,9 +170,10 @@ func TestRollingUpgradeUnderLoad(t *testing.T) {
 	tr.Stop()
 	verifyNoLoss(ctx, t, s, pub)
 
+	revs := s.ServerRevisions(ctx, t, final)
 	for _, srv := range final.Status.Servers {
-		if srv.Version != "2.15.2" || srv.ConfigRevision != final.Status.Config.Revision {
-			t.Errorf("server %+v after the rollout", srv)
+		if srv.Version != "2.15.2" || srv.ConfigRevision != revs[srv.Name] {
+			t.Errorf("server %+v after the rollout, want its revision %s", srv, revs[srv.Name])
 		}
 	}
 

@@ -18,6 +18,7 @@ import (
 	"github.com/nats-operator/nats-operator/internal/poll"
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
 	versioned "github.com/nats-operator/nats-operator/pkg/generated/clientset/versioned"
+	"github.com/nats-operator/nats-operator/pkg/render"
 	"github.com/nats-operator/nats-operator/test/localnode"
 	"github.com/nats-operator/nats-operator/test/testenv"
 )
@@ -233,4 +234,24 @@ func (s *Stack) ApplyObjects(ctx context.Context, t testing.TB, namespace string
 	if err := ApplyObjects(ctx, s.Env.Config, namespace, objs...); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// ServerRevisions returns the config revision each server's ConfigMap holds
+// (the nats.conf server_metadata.config_revision), by server name: the
+// revision a server running its config reports.
+func (s *Stack) ServerRevisions(ctx context.Context, t testing.TB, nc *clusterv1beta1.NatsCluster) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for i := range nc.Spec.Replicas {
+		cm, err := s.Kube.CoreV1().ConfigMaps(nc.Namespace).Get(ctx, render.ConfigMapName(nc.Name, i), metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("reading the ConfigMap of %s: %v", render.ServerName(nc.Name, i), err)
+		}
+		rc, err := render.ReadConfig([]byte(cm.Data[render.ConfigKey]), nc.Spec.Version)
+		if err != nil {
+			t.Fatalf("reading the config of %s: %v", render.ServerName(nc.Name, i), err)
+		}
+		out[render.ServerName(nc.Name, i)] = rc.Revision
+	}
+	return out
 }

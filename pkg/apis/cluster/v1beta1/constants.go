@@ -64,6 +64,12 @@ const (
 	EventJetStreamReset = "JetStreamReset"
 	// EventServerRestarted is emitted when a step restarts a server.
 	EventServerRestarted = "ServerRestarted"
+	// EventServerReloaded: a server reported the revision it was reloaded
+	// onto, without a restart.
+	EventServerReloaded = "ServerReloaded"
+	// EventReloadRefused: nats-server answered a reload with an error; the
+	// server is restarted instead.
+	EventReloadRefused = "ReloadRefused"
 	// EventServersRestarted is emitted when every server restarts together.
 	EventServersRestarted = "ServersRestarted"
 	// EventServerCannotStart says a server's container cannot start or keeps

@@ -1,0 +1,325 @@
+package controller
+
+// Config reloads and the system access they need. A Reload step (the
+// planner decides it, rollout/reload.go) records the reload on the server's
+// StatefulSet (AnnotationReload: "<revision> Started <time>"), writes its
+// ConfigMap, and asks the server over $SYS to reload
+// ($SYS.REQ.SERVER.<id>.RELOAD). A kubelet updates a mounted ConfigMap
+// within about a minute, and until then the server reloads the old file, so
+// the step is taken again on later syncs (the request resent at most every
+// reloadResendEvery) until the server reports its target revision; then the
+// annotation says Done. When nats-server answers with an error the
+// annotation says Refused with its words, and the planner restarts the
+// server instead.
+//
+// The controller reaches $SYS with spec.auth.systemCredentials, or, on a
+// cluster without auth, as its own system user (systemuser.go), connecting
+// only to servers whose running config has that user: a server without it
+// would silently take the connection into $G.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/nats-operator/nats-operator/internal/kubeutil"
+	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
+	"github.com/nats-operator/nats-operator/pkg/observe"
+	"github.com/nats-operator/nats-operator/pkg/render"
+	"github.com/nats-operator/nats-operator/pkg/rollout"
+)
+
+// DefaultReloadTimeout is how long a reloaded server may take to report its
+// new revision before the reload becomes a restart: a kubelet's sync period
+// (1 minute) plus its ConfigMap cache TTL, with room to spare.
+const DefaultReloadTimeout = 2 * time.Minute
+
+// reloadResendEvery is how often a reload in flight is asked again while
+// the server still reports its old revision (the mounted file not updated).
+const reloadResendEvery = 5 * time.Second
+
+// Reasons of reload Events.
+const (
+	eventServerReloaded = clusterv1beta1.EventServerReloaded
+	eventReloadRefused  = clusterv1beta1.EventReloadRefused
+)
+
+// systemUser is the controller's system user as its Secret holds it.
+type systemUser struct {
+	user, password string
+	render         *render.SystemUser
+}
+
+// gatherSystemUser reads the system user Secret of a cluster without auth;
+// st.systemUser stays nil when there is none.
+func (c *Controller) gatherSystemUser(st *clusterState) error {
+	nc := st.nc
+	if nc.Spec.Auth != nil {
+		return nil
+	}
+	s, err := c.secrets.Secrets(nc.Namespace).Get(systemUserSecretName(nc.Name))
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !metav1.IsControlledBy(s, nc) {
+		return &notControlledError{"Secret", s.Namespace, s.Name}
+	}
+	user, password, ru, err := c.systemUsers.get(s)
+	if err != nil {
+		return &referenceError{clusterv1beta1.ReasonReconcileFailed,
+			err.Error() + "; delete the Secret and the controller makes a new one (the servers are then reloaded or restarted onto it)"}
+	}
+	st.systemUser = &systemUser{user: user, password: password, render: ru}
+	return nil
+}
+
+// chooseSystemUser picks the system user to render a cluster without auth
+// with: the one its Secret holds; for a new cluster, or one whose objects
+// change anyway, a new one (its Secret is created before anything else is
+// written); none for a cluster an older release made that has nothing to
+// change, so an upgrade of the controller restarts and rewrites nothing.
+// rerender renders with a system user.
+func (c *Controller) chooseSystemUser(st *clusterState, out *render.Output, rerender func(*render.SystemUser) *render.Output) *render.Output {
+	fail := func(err error) *render.Output {
+		st.blocked = &rollout.Blocked{Reason: clusterv1beta1.ReasonReconcileFailed, Message: err.Error()}
+		return nil
+	}
+	if st.nc.Spec.Auth != nil || st.systemUser != nil || out == nil {
+		return out
+	}
+	if !st.anyServerObjects() || objectsChange(st, out) {
+		secret, err := newSystemUserSecret(st.nc)
+		if err != nil {
+			return fail(err)
+		}
+		user, password, ru, err := systemUserFromSecret(secret)
+		if err != nil {
+			return fail(err)
+		}
+		st.newSystemUserSecret = secret
+		st.systemUser = &systemUser{user: user, password: password, render: ru}
+		return rerender(ru)
+	}
+	return out
+}
+
+// anyServerObjects says some server of the cluster has a ConfigMap or a
+// StatefulSet.
+func (st *clusterState) anyServerObjects() bool {
+	for _, so := range st.servers {
+		if so.configMap != nil || so.statefulSet != nil {
+			return true
+		}
+	}
+	return len(st.extra) > 0
+}
+
+// objectsChange says the target differs from some server's objects (its
+// config revision, template or the config its pod was restarted for).
+func objectsChange(st *clusterState, out *render.Output) bool {
+	for i, so := range st.servers {
+		target := &out.Servers[i]
+		if so.statefulSet == nil || so.configMap == nil {
+			return true
+		}
+		running, err := render.ReadConfig([]byte(so.configMap.Data[render.ConfigKey]), render.ImageVersion(so.statefulSet))
+		if err != nil || running.Revision != target.Revision ||
+			so.statefulSet.Spec.Template.Annotations[clusterv1beta1.AnnotationConfigRevision] != target.Revision ||
+			render.TemplateRevisionOf(so.statefulSet) != target.TemplateRevision {
+			return true
+		}
+	}
+	return false
+}
+
+// createSystemUserSecret creates the system user Secret chosen by this
+// sync, before any object that renders its hash.
+func (c *Controller) createSystemUserSecret(ctx context.Context, st *clusterState) error {
+	s := st.newSystemUserSecret
+	if s == nil {
+		return nil
+	}
+	_, err := c.kubeClient.CoreV1().Secrets(s.Namespace).Create(ctx, s, metav1.CreateOptions{FieldManager: FieldManager})
+	c.countWrite("secrets", "create")
+	if err != nil {
+		// AlreadyExists: the cache had not seen it yet; the next sync reads it.
+		return writeError("creating", "Secret", s, err)
+	}
+	klog.FromContext(ctx).V(2).Info("Created the system user Secret", "secret", klog.KObj(s))
+	return nil
+}
+
+// reloadAccess says whether the controller can send reloads to the cluster,
+// and if not, why (for status.config.restartReason), with the system target
+// to send them through.
+func (c *Controller) reloadAccess(st *clusterState, in *rollout.Input) (observe.Target, bool, string) {
+	t := observe.Target{Cluster: st.nc.Namespace + "/" + st.nc.Name}
+	if st.nc.Spec.Auth != nil {
+		if len(st.systemCreds) == 0 {
+			return t, false, "reloads need spec.auth.systemCredentials (the creds file of a system account user)"
+		}
+		full := c.observeTarget(st)
+		return full, true, ""
+	}
+	if st.systemUser == nil {
+		return t, false, "reloads need the controller's system user, which is not rendered yet"
+	}
+	t.SystemUser, t.SystemPassword = st.systemUser.user, st.systemUser.password
+	for i, so := range st.servers {
+		if i >= len(in.Servers) || !in.Servers[i].Created || !in.Servers[i].Running.SystemUser || !kubeutil.PodReady(so.pod) {
+			continue
+		}
+		t.Servers = append(t.Servers, observe.ServerAddr{Name: so.name, Host: so.pod.Status.PodIP})
+	}
+	if len(t.Servers) == 0 {
+		return t, false, "reloads need the controller's system user on a running server, and no running server has it yet"
+	}
+	return t, true, ""
+}
+
+// parseReload reads a StatefulSet's reload annotation; zero when absent or
+// unreadable (an unreadable one is as good as none: the planner then
+// decides afresh).
+func parseReload(sts *metav1.ObjectMeta) rollout.ServerReload {
+	v, ok := sts.Annotations[clusterv1beta1.AnnotationReload]
+	if !ok {
+		return rollout.ServerReload{}
+	}
+	parts := strings.SplitN(v, " ", 4)
+	if len(parts) < 3 {
+		return rollout.ServerReload{}
+	}
+	at, err := time.Parse(time.RFC3339, parts[2])
+	if err != nil {
+		return rollout.ServerReload{}
+	}
+	r := rollout.ServerReload{Revision: parts[0], Phase: rollout.ReloadPhase(parts[1]), Since: metav1.NewTime(at)}
+	if len(parts) == 4 {
+		r.Message = parts[3]
+	}
+	switch r.Phase {
+	case rollout.ReloadStarted, rollout.ReloadDone, rollout.ReloadRefused:
+		return r
+	}
+	return rollout.ServerReload{}
+}
+
+// formatReload is the reload annotation's value.
+func formatReload(rev string, phase rollout.ReloadPhase, at time.Time, msg string) string {
+	v := rev + " " + string(phase) + " " + at.UTC().Format(time.RFC3339)
+	if msg != "" {
+		v += " " + strings.ReplaceAll(msg, "\n", " ")
+	}
+	return v
+}
+
+// reloadSends remembers when a reload was last sent, per server and
+// revision, so a reload in flight is resent at most every reloadResendEvery.
+type reloadSends struct {
+	mu   sync.Mutex
+	last map[string]time.Time
+}
+
+// due says whether a reload of key should be sent now, and records it.
+func (r *reloadSends) due(key string, now time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.last == nil {
+		r.last = map[string]time.Time{}
+	}
+	if t, ok := r.last[key]; ok && now.Sub(t) < reloadResendEvery {
+		return false
+	}
+	r.last[key] = now
+	return true
+}
+
+// reload executes a Reload step.
+func (c *Controller) reload(ctx context.Context, st *clusterState, out *render.Output, step *rollout.Step) error {
+	r := step.Reload
+	if r == nil {
+		return errors.New("the planner asked for a Reload step without its payload")
+	}
+	nc := st.nc
+	i, ok := render.ServerOrdinal(nc.Name, r.Server)
+	if !ok || int(i) >= len(st.servers) || st.servers[i].statefulSet == nil {
+		return fmt.Errorf("planner reloads unknown server %q", r.Server)
+	}
+	so, target := &st.servers[i], &out.Servers[i]
+	logger := klog.FromContext(ctx).WithValues("server", r.Server, "revision", r.Revision)
+	cur := parseReload(&so.statefulSet.ObjectMeta)
+	now := time.Now()
+	if r.Confirmed {
+		if err := c.annotateReload(ctx, so, formatReload(r.Revision, rollout.ReloadDone, now, "")); err != nil {
+			return err
+		}
+		c.recorder.Eventf(nc, corev1.EventTypeNormal, eventServerReloaded, "Reloaded %s onto revision %s without a restart", r.Server, r.Revision)
+		return nil
+	}
+	if cur.Revision != r.Revision || cur.Phase != rollout.ReloadStarted {
+		if err := c.annotateReload(ctx, so, formatReload(r.Revision, rollout.ReloadStarted, now, "")); err != nil {
+			return err
+		}
+	}
+	if so.configMap == nil || configMapDiffers(so.configMap, target.ConfigMap) {
+		if err := c.writeConfigMap(ctx, so.configMap, target.ConfigMap); err != nil {
+			return err
+		}
+	}
+	if !c.reloadSends.due(nc.Namespace+"/"+r.Server+"/"+r.Revision, now) {
+		return nil
+	}
+	sys, err := c.observer.System(ctx, st.reloadVia)
+	if err == nil {
+		err = sys.Reload(ctx, r.Server)
+	}
+	var refused *observe.ReloadRefusedError
+	switch {
+	case errors.As(err, &refused):
+		logger.Info("nats-server refused to reload its config", "error", refused.Message)
+		if err := c.annotateReload(ctx, so, formatReload(r.Revision, rollout.ReloadRefused, now, refused.Message)); err != nil {
+			return err
+		}
+		c.recorder.Eventf(nc, corev1.EventTypeWarning, eventReloadRefused, "nats-server refused to reload %s onto revision %s: %s; restarting it instead",
+			r.Server, r.Revision, refused.Message)
+	case err != nil:
+		// Not an answer: asked again on a later sync, until the timeout
+		// turns the reload into a restart.
+		logger.V(2).Info("Could not send the reload yet", "error", err)
+	default:
+		logger.V(2).Info("Asked the server to reload its config")
+	}
+	return nil
+}
+
+// annotateReload writes the reload annotation on a server's StatefulSet with
+// a merge patch of its metadata: the pod template is not touched, so
+// nothing restarts.
+func (c *Controller) annotateReload(ctx context.Context, so *serverObjects, value string) error {
+	sts := so.statefulSet
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, clusterv1beta1.AnnotationReload, value)
+	updated, err := c.kubeClient.AppsV1().StatefulSets(sts.Namespace).Patch(ctx, sts.Name, types.MergePatchType, []byte(patch),
+		metav1.PatchOptions{FieldManager: FieldManager})
+	c.countWrite("statefulsets", "patch")
+	if err != nil {
+		return writeError("annotating", "StatefulSet", sts, err)
+	}
+	so.statefulSet = updated
+	return nil
+}
+
+// SetReloadTimeout sets how long a reloaded server may take to report its
+// new revision before the reload becomes a restart (--reload-timeout).
+func (c *Controller) SetReloadTimeout(d time.Duration) { c.reloadTimeout = d }
