@@ -50,8 +50,12 @@
 //     StatefulSet, to the target and restart its pod; Event ServerRestarted.
 //     RestartAll: the same for every server together; Event
 //     ServersRestarted, and when ResetJetStream, Event JetStreamReset naming
-//     StreamsLeftBehind. Reload, RemoveServer, ReplaceServer are not planned
-//     yet; a controller refuses a kind it does not know. One step per sync.
+//     StreamsLeftBehind. Reload: record the reload Started on the server's
+//     StatefulSet, write its ConfigMap, ask the server to reload (or, with
+//     Confirmed, record it Done; a refusal is recorded Refused with
+//     nats-server's words); Events ServerReloaded, ReloadRefused.
+//     RemoveServer, ReplaceServer are not planned yet; a controller refuses
+//     a kind it does not know. One step per sync.
 //   - Hold: touch no server. Its Reason and Message are the Progressing
 //     condition's; when Notify, emit an Event when the hold starts or changes
 //     reason, and when a hold whose reason Notifies ends.
@@ -59,8 +63,8 @@
 //     applied, if there is one).
 //   - Rollout: write to status.rollout (nil clears it). Progressing: set it
 //     with observedGeneration and lastTransitionTime. When Progressing is
-//     UpToDate, set status.config.revision to TargetRevision. Soon: look
-//     again within a second.
+//     UpToDate, set status.config to TargetRevision with AppliedBy and
+//     RestartReason. Soon: look again within a second.
 //
 // Files:
 //   - plan.go: Plan and its state diagram.
@@ -73,7 +77,9 @@
 //     (reload_matrix_test.go: only the controller's system user; server tags
 //     too without auth, ReloadsWithoutAuth; every other kind is refused,
 //     unsettled, not in effect, or breaks the account resolver in operator
-//     mode). The planner does not plan reloads yet.
+//     mode).
+//   - reload.go: Reload steps, reloads in flight, and the fallback to a
+//     restart.
 //   - gate.go: the ordered gate checks before each step.
 //   - messages.go: the text of Progressing messages.
 //   - types.go: Input and Decision.

@@ -22,30 +22,31 @@ const (
 // from the effects table the route-compatibility and reload matrices prove.
 func changeTable() string {
 	var b strings.Builder
-	b.WriteString("| Change | Applied by | JetStream |\n|---|---|---|\n")
+	b.WriteString("| Change | Applied by | Progressing reads | JetStream |\n|---|---|---|---|\n")
+	const restart, reload = "restarting one server at a time, each behind the gate", "reloading one server at a time, each behind the gate"
 	for _, k := range ChangeKinds() {
 		e := EffectOf(k)
-		// The controller does not reload yet: a change nats-server reloads
-		// is restarted too, and the table says what a reload would do.
-		how := "restarting one server at a time, each behind the gate"
+		how, reads := restart, "`"+clusterv1beta1.ReasonRollingRestart+"`"
 		switch {
 		case e.Reloads:
-			how += " (nats-server would take it by a reload; the controller does not reload yet)"
+			how, reads = reload, "`"+clusterv1beta1.ReasonReloading+"`"
 		case e.ReloadsWithoutAuth:
-			how += " (without spec.auth nats-server would take it by a reload; the controller does not reload yet)"
+			how = "without spec.auth " + reload + "; with auth " + restart
+			reads = fmt.Sprintf("`%s` without auth, `%s` with", clusterv1beta1.ReasonReloading, clusterv1beta1.ReasonRollingRestart)
 		case e.Splits:
 			reason := e.HoldReason
 			if reason == "" {
 				reason = clusterv1beta1.ReasonUnsupportedChange
 			}
-			how = fmt.Sprintf("held (`%s`): %s; `%s` restarts every server together", reason, e.Why, clusterv1beta1.AnnotationRestartAll)
+			how = fmt.Sprintf("held: %s; `%s` restarts every server together", e.Why, clusterv1beta1.AnnotationRestartAll)
+			reads = "`" + reason + "`"
 		}
 		js := "kept"
 		if e.ResetsJetStream {
 			js = fmt.Sprintf("starts empty (streams stay on the volumes, unreachable): `%s=%s` is needed when streams exist",
 				clusterv1beta1.AnnotationRestartAll, clusterv1beta1.RestartAllResetJetStream)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s |\n", e.What, how, js)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", e.What, how, reads, js)
 	}
 	return b.String()
 }
