@@ -75,6 +75,14 @@ func TestReload(t *testing.T) {
 			why: "other server tags (none -> az:a) cannot be reloaded with auth (a reload stops the server fetching accounts from its peers)",
 		},
 		{
+			name: "a server whose ConfigMap is ahead of its pod (a step cut short) is restarted: what it runs is not known",
+			in: cluster(3, tagged, canReload, func(in *Input) {
+				server(in, "demo-2").ConfigRevision = "written-by-a-step-cut-short"
+			}),
+			kind: RestartOne, server: "demo-2", reason: clusterv1beta1.ReasonRollingRestart, message: "restarting demo-2 (1 of 3)",
+			why: "the ConfigMap of demo-2 holds a config its server neither restarted for nor reloaded",
+		},
+		{
 			name: "a reload in flight is asked again, even through a closed gate, until the server reports the revision",
 			in:   cluster(3, tagged, canReload, reloadAt("demo-2", ReloadStarted, 0, ""), at(30*time.Second), unsettled(clusterv1beta1.ReasonGroupsCatchingUp, "catching up")),
 			kind: Reload, server: "demo-2", reason: clusterv1beta1.ReasonReloading,
