@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/nats-operator/nats-operator/internal/poll"
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
+	"github.com/nats-operator/nats-operator/pkg/render"
 	"github.com/nats-operator/nats-operator/test/framework"
 	"github.com/nats-operator/nats-operator/test/localnode"
 )
@@ -181,4 +184,81 @@ func checkServersRunTheirRevision(ctx context.Context, t *testing.T, s *framewor
 			t.Errorf("%s /varz tags %v (%v), want %s", srv.Name, v.Tags, err, tag)
 		}
 	}
+}
+
+// A reload nats-server refuses becomes a restart of that server, with
+// nats-server's words in status.rollout.restartReason and a ReloadRefused
+// Event. The refusal is constructed: just before a reloadable change (other
+// server tags), the config file mounted into the first server to reload is
+// edited to another server_name, which nats-server refuses to reload
+// ("config reload not supported for ServerName"). The node updates mounted
+// ConfigMaps every 30 s, so the edit is what the server reloads.
+func TestRefusedReloadBecomesARestart(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	s := framework.StartStackWithNode(ctx, t, localnode.Options{SyncPeriod: 30 * time.Second})
+	nc := settledCluster(ctx, t, s, "")
+	first := expectedOrder(nc.Status.JetStream.MetaLeader)[0]
+	pod := first + "-0"
+	before := s.PodUIDs(ctx, "nats", pod)
+
+	dir := s.Node.VolumePath("nats", pod, render.ConfigVolumeName)
+	if dir == "" {
+		t.Fatalf("the node runs no pod %s", pod)
+	}
+	path := filepath.Join(dir, render.ConfigKey)
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conf map[string]any
+	if err := json.Unmarshal(raw, &conf); err != nil {
+		t.Fatalf("the mounted config of %s: %v", pod, err)
+	}
+	conf["server_name"] = "renamed-behind-the-controller"
+	edited, err := json.Marshal(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The mounted file is a symlink into the volume's data directory, as a
+	// kubelet makes it; write the file it points to.
+	target, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(target, edited, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	patchCluster(ctx, t, s, `{"spec":{"serverTags":{"az":"a"}}}`)
+
+	var why string
+	poll.Eventually(t, 2*time.Minute, 250*time.Millisecond, "a restart reason with nats-server's refusal", func() error {
+		got, err := s.Cluster(ctx, "nats", "demo")
+		if err != nil {
+			return err
+		}
+		if r := got.Status.Rollout; r != nil && strings.HasPrefix(r.RestartReason, "nats-server refused to reload") {
+			why = r.RestartReason
+			return nil
+		}
+		return fmt.Errorf("status.rollout %+v; %s", got.Status.Rollout, framework.Conditions(got))
+	})
+	t.Logf("status.rollout.restartReason: %s", why)
+	if want := "nats-server refused to reload " + first + ": config reload not supported for ServerName"; !strings.HasPrefix(why, want) {
+		t.Errorf("restartReason %q, want it to start with %q", why, want)
+	}
+	poll.Eventually(t, 2*time.Minute, 250*time.Millisecond, first+" restarted", func() error {
+		if uid := s.PodUIDs(ctx, "nats", pod)[pod]; uid == "" || uid == before[pod] {
+			return fmt.Errorf("%s has UID %q", pod, uid)
+		}
+		return nil
+	})
+	poll.Eventually(t, 30*time.Second, 250*time.Millisecond, "a ReloadRefused Event", func() error {
+		ev, err := s.Events(ctx, "nats", "demo", clusterv1beta1.EventReloadRefused)
+		if err != nil || len(ev) == 0 {
+			return fmt.Errorf("%d Events (%v)", len(ev), err)
+		}
+		t.Logf("Event %s: %s", ev[0].Reason, ev[0].Message)
+		return nil
+	})
 }
