@@ -61,10 +61,21 @@ const (
 	ChangeJetStreamDomainAddRemove ChangeKind = "JetStreamDomainAddRemove"
 	ChangeJetStream                ChangeKind = "JetStream"
 	ChangeVersion                  ChangeKind = "Version"
-	ChangeJetStreamLimits          ChangeKind = "JetStreamLimits"
-	ChangeServerTags               ChangeKind = "ServerTags"
-	ChangeAccounts                 ChangeKind = "Accounts"
-	ChangeResolver                 ChangeKind = "Resolver"
+	// ChangeJetStreamLimitsRaised is JetStream limits raised: both
+	// max_memory_store and max_file_store are set (not 0) before and after,
+	// neither goes down and at least one goes up (raisedLimits).
+	ChangeJetStreamLimitsRaised ChangeKind = "JetStreamLimitsRaised"
+	// ChangeJetStreamLimitsLowered is every other change of the JetStream
+	// limits: one goes down (even while the other goes up), or one is set
+	// where it was not or is no longer set. A limit of 0 is not set, and
+	// nats-server then sizes it from the machine's memory or disk, so
+	// whether 0 -> N or N -> 0 raises or lowers the limit depends on the
+	// machine: it is taken as lowered, which never reloads, as the reload
+	// matrix has no case that proves it reloads.
+	ChangeJetStreamLimitsLowered ChangeKind = "JetStreamLimitsLowered"
+	ChangeServerTags             ChangeKind = "ServerTags"
+	ChangeAccounts               ChangeKind = "Accounts"
+	ChangeResolver               ChangeKind = "Resolver"
 	// ChangeSystemUser is the controller's system user added or removed on a
 	// cluster without auth. With auth on either side it is not listed: the
 	// auth change says it all.
@@ -118,14 +129,15 @@ type Effect struct {
 // With nats-server 2.15 only the controller's system user reloads (it exists
 // only without auth). nats-server refuses to reload the system account
 // (every auth change), the server name (another cluster name), the
-// JetStream domain and lowered JetStream limits. It reloads JetStream on or
-// off, but the cluster does not settle (no meta group forms). It reloads
-// tags, raised limits, accounts and the resolver, but with auth every reload
-// replaces the account resolver with one it never starts: the server no
-// longer fetches accounts from its peers, and another resolver type does not
-// take effect. Without auth tags reload cleanly, with the system user block
-// or without (ReloadsWithoutAuth); raised limits do too, but lowered ones
-// are refused, so JetStreamLimits does not reload even there.
+// JetStream domain and lowered JetStream limits ("config reload not
+// supported for decreasing jetstream max memory and store"). It reloads
+// JetStream on or off, but the cluster does not settle (no meta group
+// forms). It reloads tags, raised limits, accounts and the resolver, but
+// with auth every reload replaces the account resolver with one it never
+// starts: the server no longer fetches accounts from its peers, and another
+// resolver type does not take effect. Without auth tags and raised limits
+// reload cleanly, with the system user block or without
+// (ReloadsWithoutAuth).
 var effects = map[ChangeKind]Effect{
 	ChangeAddAuth: {Splits: true, ResetsJetStream: true, What: "adding auth", HoldReason: clusterv1beta1.ReasonAuthChangeBlocked,
 		Why: "a server with auth and one without cannot route to each other"},
@@ -143,7 +155,8 @@ var effects = map[ChangeKind]Effect{
 		Why: "servers in different JetStream domains route but cannot form one JetStream meta group"},
 	ChangeJetStreamDomainAddRemove: {What: "adding or removing the JetStream domain"},
 	ChangeVersion:                  {What: "another nats-server version"},
-	ChangeJetStreamLimits:          {What: "other JetStream limits"},
+	ChangeJetStreamLimitsRaised:    {ReloadsWithoutAuth: true, What: "raised JetStream limits"},
+	ChangeJetStreamLimitsLowered:   {What: "lowered JetStream limits, or a limit set or unset"},
 	ChangeServerTags:               {ReloadsWithoutAuth: true, What: "other server tags"},
 	ChangeAccounts:                 {What: "other preloaded accounts"},
 	ChangeResolver:                 {What: "another account resolver"},
@@ -155,7 +168,7 @@ var effects = map[ChangeKind]Effect{
 var changeOrder = []ChangeKind{
 	ChangeAddAuth, ChangeRemoveAuth, ChangeOperator, ChangeSystemAccount,
 	ChangeClusterName, ChangeJetStreamDomain, ChangeJetStream, ChangeJetStreamDomainAddRemove, ChangeVersion,
-	ChangeJetStreamLimits, ChangeServerTags, ChangeAccounts, ChangeResolver, ChangeSystemUser,
+	ChangeJetStreamLimitsRaised, ChangeJetStreamLimitsLowered, ChangeServerTags, ChangeAccounts, ChangeResolver, ChangeSystemUser,
 }
 
 // ChangeKinds returns every change kind in the order Changes lists them.
@@ -220,7 +233,11 @@ func Classify(running, target ConfigFacts) []Change {
 	}
 	if running.JetStream && target.JetStream &&
 		(running.MaxMemoryStore != target.MaxMemoryStore || running.MaxFileStore != target.MaxFileStore) {
-		add(ChangeJetStreamLimits, "", "")
+		if raisedLimits(running, target) {
+			add(ChangeJetStreamLimitsRaised, "", "")
+		} else {
+			add(ChangeJetStreamLimitsLowered, "", "")
+		}
 	}
 	if !sameSet(running.ServerTags, target.ServerTags) {
 		add(ChangeServerTags, strings.Join(sortedCopy(running.ServerTags), ","), strings.Join(sortedCopy(target.ServerTags), ","))
@@ -235,6 +252,21 @@ func Classify(running, target ConfigFacts) []Change {
 		add(ChangeSystemUser, onOff(running.SystemUser), onOff(target.SystemUser))
 	}
 	return out
+}
+
+// raisedLimits says whether the JetStream limits of target, which differ
+// from running's, are raised: both limits are set (not 0) on either side and
+// neither goes down. Anything else is lowered (see
+// ChangeJetStreamLimitsLowered).
+//
+// Examples (max_memory_store/max_file_store): 256Mi/1Gi -> 512Mi/2Gi and
+// 256Mi/1Gi -> 256Mi/2Gi are raised; 512Mi/2Gi -> 256Mi/2Gi, 256Mi/2Gi ->
+// 512Mi/1Gi, 0/1Gi -> 256Mi/1Gi and 256Mi/1Gi -> 0/2Gi are lowered.
+func raisedLimits(running, target ConfigFacts) bool {
+	if running.MaxMemoryStore == 0 || running.MaxFileStore == 0 || target.MaxMemoryStore == 0 || target.MaxFileStore == 0 {
+		return false
+	}
+	return target.MaxMemoryStore >= running.MaxMemoryStore && target.MaxFileStore >= running.MaxFileStore
 }
 
 // short abbreviates an nkey for messages: the first 8 characters and "...".

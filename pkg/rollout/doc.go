@@ -75,9 +75,9 @@
 //     cluster or reset JetStream (established by matrix_test.go against real
 //     nats-server processes) or can be applied by a config reload
 //     (reload_matrix_test.go: only the controller's system user; server tags
-//     too without auth, ReloadsWithoutAuth; every other kind is refused,
-//     unsettled, not in effect, or breaks the account resolver in operator
-//     mode).
+//     and raised JetStream limits too without auth, ReloadsWithoutAuth;
+//     every other kind is refused, unsettled, not in effect, or breaks the
+//     account resolver in operator mode).
 //   - reload.go: Reload steps, reloads in flight, and the fallback to a
 //     restart.
 //   - gate.go: the ordered gate checks before each step.

@@ -416,7 +416,7 @@ func TestPlan(t *testing.T) {
 			},
 		},
 		{
-			name: "a version bump, other JetStream limits, server tags and accounts roll one server at a time",
+			name: "a version bump, lowered JetStream limits, server tags and accounts roll one server at a time",
 			in: cluster(3, running(func(f *ConfigFacts) { *f = authFacts(opA, sysA) }), target(func(f *ConfigFacts) {
 				*f = authFacts(opA, sysA)
 				f.Version, f.MaxFileStore, f.ServerTags, f.Accounts = "2.15.3", 1, []string{"az:1"}, []string{appA}
@@ -424,7 +424,7 @@ func TestPlan(t *testing.T) {
 			want: want{
 				step:   &Step{Kind: RestartOne, Servers: []string{"demo-2"}},
 				status: metav1.ConditionTrue, reason: clusterv1beta1.ReasonRollingRestart, anyRollout: true,
-				changes: []ChangeKind{ChangeVersion, ChangeJetStreamLimits, ChangeServerTags, ChangeAccounts},
+				changes: []ChangeKind{ChangeVersion, ChangeJetStreamLimitsLowered, ChangeServerTags, ChangeAccounts},
 			},
 		},
 		{

@@ -206,9 +206,9 @@ type reloadProbe struct {
 }
 
 // reloadOnlyCases are changes the route matrix covers in one direction only,
-// or without what the reload matrix needs to see them applied: nats-server
-// reloads raised JetStream limits but refuses lowered ones; a tag removed is
-// another diff than a tag added; a resolver change is seen only through
+// or without what the reload matrix needs to see them applied: one
+// JetStream limit raised with the other lowered is lowered (a restart); a
+// tag removed is another diff than a tag added; a resolver change is seen only through
 // account lookups, which take system credentials; an account added, only by
 // a user of it connecting; and whether a server still fetches accounts from
 // its peers after a reload (peerLookups) takes accounts the test issues, so
@@ -251,16 +251,17 @@ func reloadOnlyCases(t testing.TB) []reloadCase {
 	full := rendertest.Resolver(clusterv1beta1.ResolverFull)
 	cache := rendertest.Resolver(clusterv1beta1.ResolverCache)
 	return []reloadCase{
-		{matrixCase{"lower JetStream limits", one(ChangeJetStreamLimits), spec(rendertest.JetStreamLimits("512Mi", "2Gi")), spec()}, noAuth, reloadProbe{}},
+		{matrixCase{"raise one JetStream limit, lower the other", one(ChangeJetStreamLimitsLowered), spec(), spec(rendertest.JetStreamLimits("512Mi", "512Mi"))}, noAuth, reloadProbe{}},
 		{matrixCase{"remove server tags", one(ChangeServerTags), spec(rendertest.ServerTag("region", "east")), spec()}, noAuth, reloadProbe{}},
 		{matrixCase{"full to cache resolver, looked up", one(ChangeResolver), authed(app, full), authed(app, cache)}, withApp, probe},
 		{matrixCase{"cache to full resolver, looked up", one(ChangeResolver), authed(app, cache), authed(app, full)}, withApp, probe},
 		{matrixCase{"add an account trust, connected", one(ChangeAccounts), authed(app), authed(both)}, withApp, probe},
 		{matrixCase{"other server tags, with auth", one(ChangeServerTags), authed(app), authed(app, rendertest.ServerTag("region", "east"))}, withApp, probe},
-		{matrixCase{"other JetStream limits, with auth", one(ChangeJetStreamLimits), authed(app), authed(app, rendertest.JetStreamLimits("512Mi", "2Gi"))}, withApp, probe},
+		{matrixCase{"raise JetStream limits, with auth", one(ChangeJetStreamLimitsRaised), authed(app), authed(app, rendertest.JetStreamLimits("512Mi", "2Gi"))}, withApp, probe},
+		{matrixCase{"lower JetStream limits, with auth", one(ChangeJetStreamLimitsLowered), authed(app, rendertest.JetStreamLimits("512Mi", "2Gi")), authed(app)}, withApp, probe},
 		{matrixCase{"other server tags, with the system user", one(ChangeServerTags), sys(spec()), sys(spec(rendertest.ServerTag("region", "east")))}, noAuth, reloadProbe{}},
 		{matrixCase{"remove server tags, with the system user", one(ChangeServerTags), sys(spec(rendertest.ServerTag("region", "east"))), sys(spec())}, noAuth, reloadProbe{}},
-		{matrixCase{"raise JetStream limits, with the system user", one(ChangeJetStreamLimits), sys(spec()), sys(spec(rendertest.JetStreamLimits("512Mi", "2Gi")))}, noAuth, reloadProbe{}},
+		{matrixCase{"raise JetStream limits, with the system user", one(ChangeJetStreamLimitsRaised), sys(spec()), sys(spec(rendertest.JetStreamLimits("512Mi", "2Gi")))}, noAuth, reloadProbe{}},
 	}
 }
 

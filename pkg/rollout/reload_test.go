@@ -12,7 +12,10 @@ import (
 var (
 	tagged   = target(func(f *ConfigFacts) { f.ServerTags = []string{"az:a"} })
 	upgraded = target(func(f *ConfigFacts) { f.Version = "2.15.3" })
-	withAuth = func(in *Input) {
+	// baseFacts has 1Gi/10Gi.
+	limitsRaised  = target(func(f *ConfigFacts) { f.MaxMemoryStore, f.MaxFileStore = 2<<30, 20<<30 })
+	limitsLowered = target(func(f *ConfigFacts) { f.MaxMemoryStore = 512 << 20 })
+	withAuth      = func(in *Input) {
 		in.Target.Operator, in.Target.SystemAccount = opA, sysA
 		for i := range in.Servers {
 			in.Servers[i].Running.Operator, in.Servers[i].Running.SystemAccount = opA, sysA
@@ -81,6 +84,23 @@ func TestReload(t *testing.T) {
 			}),
 			kind: RestartOne, server: "demo-2", reason: clusterv1beta1.ReasonRollingRestart, message: "restarting demo-2 (1 of 3)",
 			why: "the ConfigMap of demo-2 holds a config its server neither restarted for nor reloaded",
+		},
+		{
+			name: "raised JetStream limits on a cluster without auth are reloaded",
+			in:   cluster(3, limitsRaised, canReload),
+			kind: Reload, server: "demo-2", reason: clusterv1beta1.ReasonReloading, message: "reloading demo-2 (1 of 3)",
+		},
+		{
+			name: "lowered JetStream limits restart the server: nats-server refuses to reload them",
+			in:   cluster(3, limitsLowered, canReload),
+			kind: RestartOne, server: "demo-2", reason: clusterv1beta1.ReasonRollingRestart, message: "restarting demo-2 (1 of 3)",
+			why: "lowered JetStream limits, or a limit set or unset cannot be reloaded",
+		},
+		{
+			name: "with auth, raised JetStream limits restart: a reload would stop the account resolver",
+			in:   cluster(3, withAuth, limitsRaised, canReload),
+			kind: RestartOne, server: "demo-2", reason: clusterv1beta1.ReasonRollingRestart, message: "restarting demo-2 (1 of 3)",
+			why: "raised JetStream limits cannot be reloaded with auth (a reload stops the server fetching accounts from its peers)",
 		},
 		{
 			name: "a reload in flight is asked again, even through a closed gate, until the server reports the revision",

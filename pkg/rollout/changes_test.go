@@ -1,0 +1,39 @@
+package rollout
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// JetStream limits are raised only when both are set on either side and
+// neither goes down; every other change of them is lowered, which restarts.
+func TestJetStreamLimitsAreRaisedOnlyWhenBothAreSetAndNeitherGoesDown(t *testing.T) {
+	const mi, gi = int64(1) << 20, int64(1) << 30
+	limits := func(mem, file int64) ConfigFacts {
+		f := baseFacts()
+		f.MaxMemoryStore, f.MaxFileStore = mem, file
+		return f
+	}
+	raised, lowered := []Change{{Kind: ChangeJetStreamLimitsRaised}}, []Change{{Kind: ChangeJetStreamLimitsLowered}}
+	for _, tc := range []struct {
+		name            string
+		running, target ConfigFacts
+		want            []Change
+	}{
+		{"both limits up are raised", limits(256*mi, gi), limits(512*mi, 2*gi), raised},
+		{"one limit up, the other the same, is raised", limits(256*mi, gi), limits(256*mi, 2*gi), raised},
+		{"both limits down are lowered", limits(512*mi, 2*gi), limits(256*mi, gi), lowered},
+		{"one limit down, the other the same, is lowered", limits(512*mi, gi), limits(256*mi, gi), lowered},
+		{"one limit up and the other down is lowered", limits(256*mi, 2*gi), limits(512*mi, gi), lowered},
+		{"a limit set where nats-server picked its own is lowered", limits(0, gi), limits(256*mi, gi), lowered},
+		{"a limit unset, so nats-server picks its own, is lowered even with the other up", limits(256*mi, gi), limits(0, 2*gi), lowered},
+		{"the same limits are no change", limits(256*mi, gi), limits(256*mi, gi), nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, Classify(tc.running, tc.target)); diff != "" {
+				t.Errorf("Classify (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
