@@ -22,6 +22,7 @@ const (
 	subjectServerReload = "$SYS.REQ.SERVER.%s.RELOAD"
 	subjectServerIDZ    = "$SYS.REQ.SERVER.%s.IDZ"
 	subjectPeerRemove   = "$JS.API.SERVER.REMOVE"
+	subjectEvacuate     = "$JS.API.SERVER.EVACUATE"
 	subjectMetaStepDown = "$JS.API.META.LEADER.STEPDOWN"
 )
 
@@ -58,9 +59,9 @@ const (
 
 // SystemClient is a connection to a cluster's system account, for what only
 // $SYS can do: reload one server, remove a JetStream peer, make the meta
-// leader step down, and fan-out requests. It connects to the pod addresses
-// of the Target, never through cluster DNS, and ignores servers discovered
-// from INFO. It is safe for concurrent use; the Observer owns it.
+// leader step down, evacuate a server's JetStream assets, and fan-out
+// requests. It connects to the pod addresses of the Target, never through
+// cluster DNS, and ignores servers discovered from INFO. It is safe for concurrent use; the Observer owns it.
 type SystemClient struct {
 	nc      *nats.Conn
 	key     [32]byte
@@ -466,6 +467,31 @@ type jsResponse struct {
 func (c *SystemClient) RemovePeer(ctx context.Context, name string) error {
 	req, _ := json.Marshal(map[string]string{"peer": name})
 	return c.jsRequest(ctx, subjectPeerRemove, req, "removing JetStream peer "+name)
+}
+
+// Evacuate moves every JetStream stream and consumer replica off the named
+// server ($JS.API.SERVER.EVACUATE), before the server is shut down for good.
+// The meta leader, the only server that answers (it may be the named server
+// itself), gives every stream whose group has the server (or is converging
+// towards a group that has it) a replacement peer and excludes the server
+// from that group's placement, so it is not handed the stream back; the
+// stream's consumers follow it. An R1 stream is moved too: its one copy
+// migrates to the new peer, messages and consumer state with it.
+//
+// Evacuate returns once the new groups are proposed, before the data has
+// moved: callers observe the stream and consumer groups until none lists the
+// server and every replica is current. The server stays a member of the meta
+// group (RemovePeer, once it has stopped, takes it out), and it is not
+// cordoned: a stream created after the evacuation may be placed on it (with
+// nats-server 2.15.2, as the emptiest server, it usually is), so check the
+// groups again right before stopping it and evacuate again if one lists it.
+// Evacuating a server again succeeds and moves only what is still there. An
+// error wrapping ErrNotMember means no member of the meta group has the name.
+func (c *SystemClient) Evacuate(ctx context.Context, name string) error {
+	// The request names the server in "peer" (JSApiMetaServerEvacuateRequest);
+	// nats-server refuses unknown fields.
+	req, _ := json.Marshal(map[string]string{"peer": name})
+	return c.jsRequest(ctx, subjectEvacuate, req, "evacuating JetStream server "+name)
 }
 
 // StepDownMetaLeader makes the JetStream meta leader step down
