@@ -162,6 +162,19 @@ func TestSystemWithTheControllersSystemUser(t *testing.T) {
 		}
 	})
 
+	t.Run("an evacuation of a member is accepted, of a stranger is ErrNotMember", func(t *testing.T) {
+		// Right after the start the meta group may have no leader yet: only
+		// the leader answers.
+		poll.Eventually(t, 30*time.Second, 200*time.Millisecond, "Evacuate(demo-2) accepted", func() error {
+			return sys.Evacuate(ctx, "demo-2")
+		})
+		err := sys.Evacuate(ctx, "demo-9")
+		t.Logf("Evacuate(demo-9): %v", err)
+		if !errors.Is(err, ErrNotMember) {
+			t.Errorf("Evacuate(demo-9) = %v; want an error wrapping ErrNotMember", err)
+		}
+	})
+
 	t.Run("a wrong password is refused and drops the kept connection", func(t *testing.T) {
 		wrong := target
 		wrong.SystemPassword = rt.RotatedSystemUserPassword
