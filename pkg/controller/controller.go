@@ -98,8 +98,10 @@ type Controller struct {
 	ownWrites *ownWrites
 	// systemUsers caches the checked system user Secrets.
 	systemUsers systemUserCache
-	// reloadSends paces the reloads sent while one is in flight.
+	// reloadSends paces the reloads sent while one is in flight, and
+	// removeSends the evacuations and peer removals of a scale-down.
 	reloadSends reloadSends
+	removeSends reloadSends
 	// reloadTimeout is how long a reload may go unconfirmed before it
 	// becomes a restart (SetReloadTimeout).
 	reloadTimeout time.Duration

@@ -27,4 +27,11 @@
 // upgrade restarts nothing: render keeps the revision running objects carry
 // when they equal the target (compat_test.go syncs objects written by the
 // previous release).
+//
+// Steps by kind: restarts (step.go, servers.go); Reload steps over $SYS
+// with spec.auth.systemCredentials or the controller's own system user, whose
+// Secret it generates (reload.go, systemuser.go); RemoveServer steps of a
+// scale-down (scaledown.go). Each records its progress in the cluster's
+// objects (annotations, the StatefulSet's replicas), never in memory, so a
+// restarted controller goes on where its predecessor was.
 package controller

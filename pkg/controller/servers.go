@@ -99,11 +99,13 @@ func (c *Controller) restartServer(ctx context.Context, so *serverObjects, targe
 		return nil
 	}
 	if !apiequality.Semantic.DeepEqual(so.statefulSet.Spec.Template, target.StatefulSet.Spec.Template) ||
-		!apiequality.Semantic.DeepEqual(so.statefulSet.Labels, target.StatefulSet.Labels) {
+		!apiequality.Semantic.DeepEqual(so.statefulSet.Labels, target.StatefulSet.Labels) || stopped(so.statefulSet) {
 		updated := so.statefulSet.DeepCopy()
 		updated.Labels = target.StatefulSet.Labels
 		updated.Spec.Template = target.StatefulSet.Spec.Template
 		updated.Spec.UpdateStrategy = target.StatefulSet.Spec.UpdateStrategy
+		// A server a scale-down stopped is started again.
+		updated.Spec.Replicas = target.StatefulSet.Spec.Replicas
 		_, err := c.kubeClient.AppsV1().StatefulSets(updated.Namespace).Update(ctx, updated, metav1.UpdateOptions{FieldManager: FieldManager})
 		c.countWrite("statefulsets", "update")
 		if err != nil {

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,11 +23,13 @@ import (
 	"github.com/nats-operator/nats-operator/pkg/rollout"
 )
 
-// observeTarget names every server of the spec with its pod's address. A
-// server without a pod address is still expected: it counts as silent.
+// observeTarget names every server of the spec, and every server beyond it
+// still being removed (it may lead groups until it is evacuated), with its
+// pod's address. A server without a pod address is still expected: it
+// counts as silent.
 func (c *Controller) observeTarget(st *clusterState) observe.Target {
 	t := observe.Target{Cluster: st.nc.Namespace + "/" + st.nc.Name, SystemCredentials: st.systemCreds}
-	for _, so := range st.servers {
+	for _, so := range append(slices.Clone(st.servers), st.extra...) {
 		addr := observe.ServerAddr{Name: so.name}
 		if so.pod != nil {
 			addr.Host = so.pod.Status.PodIP
@@ -56,7 +60,9 @@ func (c *Controller) planInput(st *clusterState, out *render.Output, snap *obser
 		in.ConvergedRevision = nc.Status.Config.Revision
 	}
 	for _, so := range st.extra {
-		in.ExtraServers = append(in.ExtraServers, so.name)
+		x := rollout.ServerState{Name: so.name, Ordinal: int(so.ordinal), Created: so.statefulSet != nil,
+			Stopped: stopped(so.statefulSet), PodExists: so.pod != nil, PodReady: kubeutil.PodReady(so.pod)}
+		in.ExtraServers = append(in.ExtraServers, x)
 	}
 	for i, so := range st.servers {
 		target := &out.Servers[i]
@@ -77,6 +83,7 @@ func (c *Controller) planInput(st *clusterState, out *render.Output, snap *obser
 			s.TemplateRevision = render.TemplateRevisionOf(sts)
 			s.CreatedFor = sts.Annotations[clusterv1beta1.AnnotationCreatedFor]
 			s.Reload = parseReload(&sts.ObjectMeta)
+			s.Stopped = stopped(sts)
 			s.EphemeralStore = len(sts.Spec.VolumeClaimTemplates) == 0
 			s.ClaimTemplateDiffers = !apiequality.Semantic.DeepEqual(sts.Spec.VolumeClaimTemplates, target.StatefulSet.Spec.VolumeClaimTemplates)
 			var conf []byte
@@ -99,6 +106,11 @@ func (c *Controller) planInput(st *clusterState, out *render.Output, snap *obser
 	st.reloadVia, in.CanReload, in.NoReload = c.reloadAccess(st, &in)
 	in.ReloadTimeout = c.reloadTimeout
 	return in
+}
+
+// stopped says a server's StatefulSet is scaled to 0.
+func stopped(sts *appsv1.StatefulSet) bool {
+	return sts != nil && sts.Spec.Replicas != nil && *sts.Spec.Replicas == 0
 }
 
 // observation is the part of the snapshot the planner needs.
@@ -163,8 +175,12 @@ func (c *Controller) executeStep(ctx context.Context, st *clusterState, out *ren
 		if err := c.reload(ctx, st, out, step); err != nil {
 			return err
 		}
+	case rollout.RemoveServer:
+		if err := c.removeServer(ctx, st, step); err != nil {
+			return err
+		}
 	default:
-		// RemoveServer and ReplaceServer are not planned yet.
+		// ReplaceServer is not planned yet.
 		return fmt.Errorf("the planner asked for a %s step, which this controller does not execute", step.Kind)
 	}
 	c.metrics.Steps.WithLabelValues(string(step.Kind)).Inc()

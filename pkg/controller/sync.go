@@ -200,6 +200,7 @@ func (c *Controller) applyDecision(status *clusterv1beta1.NatsClusterStatus, nc 
 	p := d.Progressing
 	c.setCondition(status, nc, clusterv1beta1.ConditionProgressing, p.Status, p.Reason, p.Message)
 	status.Rollout = d.Rollout
+	status.Removals = d.Removals
 	if p.Reason == clusterv1beta1.ReasonUpToDate && out != nil {
 		if status.Config == nil || status.Config.Revision != out.Revision {
 			status.Config = &clusterv1beta1.ConfigStatus{Revision: out.Revision, AppliedBy: d.AppliedBy, RestartReason: d.RestartReason}

@@ -2,7 +2,6 @@ package rollout
 
 import (
 	"fmt"
-	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -12,11 +11,12 @@ import (
 // atTarget says a server's objects are at the target: its ConfigMap holds
 // the target config, its template is the target template, and its pod was
 // last restarted for the target config (the step that restarts it writes the
-// ConfigMap first) or reloaded it. Whether the pod runs it is for the server
-// to report.
+// ConfigMap first) or reloaded it, and it is not stopped (a scale-down
+// stopped it, then spec.replicas went back up: its restart starts it).
+// Whether the pod runs it is for the server to report.
 func (in *Input) atTarget(s ServerState) bool {
 	rev := in.targetOf(s)
-	return s.Created && s.ConfigRevision == rev && (s.RestartRevision == rev || in.reloaded(s)) &&
+	return s.Created && !s.Stopped && s.ConfigRevision == rev && (s.RestartRevision == rev || in.reloaded(s)) &&
 		s.TemplateRevision == s.TargetTemplateRevision
 }
 
@@ -43,24 +43,16 @@ func blocked(b *Blocked) Decision {
 }
 
 // unsupported holds a change no step can make, before any server is
-// touched or created, rather than half-making it:
-//   - fewer replicas: removing a server needs its JetStream peer removed
-//     first, which no step does yet;
-//   - another volume claim template: a StatefulSet's claim templates are
-//     immutable, so a restart would not apply it.
+// touched or created, rather than half-making it: another volume claim
+// template (a StatefulSet's claim templates are immutable, so a restart
+// would not apply it).
 func (p *planner) unsupported() (Decision, bool) {
 	msg := ""
-	if extra := p.in.ExtraServers; len(extra) > 0 {
-		n := len(p.servers)
-		msg = fmt.Sprintf("spec.replicas went down to %d but servers %s still run: removing servers is not supported yet; set spec.replicas back to %d",
-			n, strings.Join(extra, ", "), n+len(extra))
-	} else {
-		for _, s := range p.servers {
-			if s.Created && s.ClaimTemplateDiffers {
-				msg = fmt.Sprintf("spec.jetstream.volumeClaimTemplate differs from the claim server %s was created with, and a StatefulSet's claim templates cannot change: revert it, or recreate the NatsCluster (and its PersistentVolumeClaims) to use the new one",
-					s.Name)
-				break
-			}
+	for _, s := range p.servers {
+		if s.Created && s.ClaimTemplateDiffers {
+			msg = fmt.Sprintf("spec.jetstream.volumeClaimTemplate differs from the claim server %s was created with, and a StatefulSet's claim templates cannot change: revert it, or recreate the NatsCluster (and its PersistentVolumeClaims) to use the new one",
+				s.Name)
+			break
 		}
 	}
 	if msg == "" {

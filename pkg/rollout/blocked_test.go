@@ -68,12 +68,6 @@ func TestPlanHoldsWhatNoStepCanMake(t *testing.T) {
 			message: "unknown access mode; no server was changed",
 		},
 		{
-			name:    "fewer replicas while servers beyond them still run are held, naming them",
-			in:      cluster(1, func(in *Input) { in.ExtraServers = []string{"demo-1", "demo-2"} }),
-			reason:  clusterv1beta1.ReasonUnsupportedChange,
-			message: "spec.replicas went down to 1 but servers demo-1, demo-2 still run: removing servers is not supported yet; set spec.replicas back to 3; no server was changed",
-		},
-		{
 			name: "another claim template is held: claim templates are immutable",
 			in: cluster(3, func(in *Input) {
 				server(in, "demo-1").ClaimTemplateDiffers = true

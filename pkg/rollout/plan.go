@@ -92,6 +92,9 @@ func Plan(in Input) Decision {
 	if d, ok := p.unsupported(); ok {
 		return d
 	}
+	if d, ok := p.scaleDown(); ok {
+		return d
+	}
 	if len(p.need) == 0 {
 		return p.noStepNeeded()
 	}
@@ -635,11 +638,12 @@ func finish(d Decision) Decision {
 
 // Notifies says whether a Progressing reason is a hold that needs the
 // user's attention, so an Event marks its start and end: every hold but
-// waiting for the gate (RollingRestart, Reloading, ScalingUp), and no state
-// that is not a hold.
+// waiting for the gate (RollingRestart, Reloading, ScalingUp, ScalingDown),
+// and no state that is not a hold.
 func Notifies(reason string) bool {
 	switch reason {
-	case clusterv1beta1.ReasonRollingRestart, clusterv1beta1.ReasonReloading, clusterv1beta1.ReasonScalingUp, clusterv1beta1.ReasonUpToDate, clusterv1beta1.ReasonCreating, "":
+	case clusterv1beta1.ReasonRollingRestart, clusterv1beta1.ReasonReloading, clusterv1beta1.ReasonScalingUp, clusterv1beta1.ReasonScalingDown,
+		clusterv1beta1.ReasonUpToDate, clusterv1beta1.ReasonCreating, "":
 		return false
 	}
 	return true

@@ -51,6 +51,9 @@ func (in *Input) reloadsKind(k ChangeKind) bool {
 // why it restarts (for restartReason).
 func (p *planner) reloadable(s ServerState) (bool, string) {
 	in := p.in
+	if s.Stopped {
+		return false, fmt.Sprintf("%s is stopped (scaled to 0): only a restart starts it", s.Name)
+	}
 	if in.reloadRefused(s) {
 		return false, fmt.Sprintf("nats-server refused to reload %s: %s", s.Name, s.Reload.Message)
 	}

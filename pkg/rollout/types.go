@@ -50,8 +50,9 @@ type Input struct {
 	Blocked *Blocked
 
 	// ExtraServers are servers of the cluster beyond spec.replicas that still
-	// have a StatefulSet (a scale-down), sorted by ordinal.
-	ExtraServers []string
+	// have a StatefulSet (a scale-down), in any order: Name, Ordinal,
+	// Created, Stopped, PodExists, PodReady and Answered are used.
+	ExtraServers []ServerState
 
 	// Observation is what observing the NATS cluster found.
 	Observation Observation
@@ -119,6 +120,9 @@ type ServerState struct {
 	// ClaimTemplateDiffers says the StatefulSet's volume claim templates
 	// differ from the target's: they are immutable, so no step applies them.
 	ClaimTemplateDiffers bool
+	// Stopped says the server's StatefulSet is scaled to 0: a scale-down
+	// stopped it (or a user did).
+	Stopped bool
 	// PodExists says whether the server's pod exists.
 	PodExists bool
 	// PodReady says whether the server's pod is Ready.
@@ -247,8 +251,10 @@ const (
 	// Done), or records nats-server's refusal (Refused). Taken again while
 	// the reload is in flight. Payload: Reload.
 	Reload StepKind = "Reload"
-	// RemoveServer removes a server beyond spec.replicas: its JetStream peer,
-	// then its objects. Payload: Remove. Not planned yet.
+	// RemoveServer takes one phase of removing a server beyond
+	// spec.replicas (scaledown.go): evacuate its stream and consumer
+	// replicas, step the meta leader down, stop it, remove its JetStream
+	// peer, delete its objects. Payload: Remove.
 	RemoveServer StepKind = "RemoveServer"
 	// ReplaceServer replaces a server's pod and volume with new ones. Payload:
 	// Replace. Not planned yet.
@@ -270,6 +276,11 @@ type ReloadStep struct {
 type RemoveServerStep struct {
 	// Server is the server removed.
 	Server string
+	// Phase is what this step does of the removal.
+	Phase clusterv1beta1.RemovalPhase
+	// Successor is the server the meta leader should hand over to
+	// (RemovalSteppingDown).
+	Successor string
 }
 
 // ReplaceServerStep is the payload of a ReplaceServer step.
@@ -353,6 +364,8 @@ type Decision struct {
 	// Soon says to look again within a second: a step was taken, a rollout
 	// is in flight, or a hold NATS itself can release.
 	Soon bool
+	// Removals is status.removals: the server being removed and its phase.
+	Removals []clusterv1beta1.ServerRemoval
 	// AppliedBy and RestartReason are status.config's when Progressing is
 	// UpToDate: Reload when every server of the rollout reloaded (or was
 	// added), else Restart with the rollout's restart reason.

@@ -63,12 +63,18 @@ func startLoadedCluster(ctx context.Context, t *testing.T, s *framework.Stack, v
 // in the stream.
 func verifyNoLoss(ctx context.Context, t *testing.T, s *framework.Stack, pub *framework.Publisher, opts ...nats.Option) {
 	t.Helper()
+	verifyNoLossOf(ctx, t, s, "ORDERS", pub, opts...)
+}
+
+// verifyNoLossOf is verifyNoLoss for any stream.
+func verifyNoLossOf(ctx context.Context, t *testing.T, s *framework.Stack, stream string, pub *framework.Publisher, opts ...nats.Option) {
+	t.Helper()
 	acked := pub.Stop()
 	_, attempts, failures, _ := pub.Stats()
 	// Read back on a new connection each attempt: the publisher's client
 	// has followed every restart and may sit on a server that is itself
 	// still catching up. A failed attempt keeps what it read.
-	reader := &framework.StreamReader{Stream: "ORDERS"}
+	reader := &framework.StreamReader{Stream: stream}
 	var readErr error
 	defer func() {
 		if t.Failed() && readErr != nil {
@@ -102,7 +108,7 @@ func verifyNoLoss(ctx context.Context, t *testing.T, s *framework.Stack, pub *fr
 			lost++
 		}
 	}
-	t.Logf("publisher: %d acknowledged, %d attempts (%d failed and retried); stream holds %d messages; lost %d", len(acked), attempts, failures, total, lost)
+	t.Logf("publisher on %s: %d acknowledged, %d attempts (%d failed and retried); stream holds %d messages; lost %d", stream, len(acked), attempts, failures, total, lost)
 	if lost != 0 {
 		t.Errorf("%d acknowledged messages are missing from the stream", lost)
 	}

@@ -66,6 +66,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &clusterv1beta1.RolloutStatusApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("SecretKeySelector"):
 		return &clusterv1beta1.SecretKeySelectorApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ServerRemoval"):
+		return &clusterv1beta1.ServerRemovalApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("ServerStatus"):
 		return &clusterv1beta1.ServerStatusApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("SystemCredentials"):

@@ -36,6 +36,14 @@ const (
 	ReasonGateBlocked    = "GateBlocked"
 	ReasonRolloutPaused  = "RolloutPaused"
 	ReasonReloading      = "Reloading"
+	// ReasonScalingDown: a server beyond spec.replicas is being removed
+	// ("removing demo-4 (demo-4, demo-3 to remove): moving its replicas of 3
+	// streams and consumers to the other servers").
+	ReasonScalingDown = "ScalingDown"
+	// ReasonScaleDownBlocked (False): a scale-down cannot go on without the
+	// user: a stream or consumer has more replicas than spec.replicas
+	// leaves, or the controller has no system access.
+	ReasonScaleDownBlocked = "ScaleDownBlocked"
 	// ReasonScalingUp: servers are being added and no running server needs
 	// a step ("adding demo-3, demo-4 (5 servers), no running server
 	// restarts; waiting for MetaMembership").
@@ -70,6 +78,8 @@ const (
 	// EventReloadRefused: nats-server answered a reload with an error; the
 	// server is restarted instead.
 	EventReloadRefused = "ReloadRefused"
+	// EventServerRemoval: a removal of a server entered a phase.
+	EventServerRemoval = "ServerRemoval"
 	// EventServersRestarted is emitted when every server restarts together.
 	EventServersRestarted = "ServersRestarted"
 	// EventServerCannotStart says a server's container cannot start or keeps

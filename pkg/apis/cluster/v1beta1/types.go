@@ -312,6 +312,12 @@ type NatsClusterStatus struct {
 	// +optional
 	Rollout *RolloutStatus `json:"rollout,omitempty"`
 
+	// removals are the servers beyond spec.replicas being removed, with
+	// the phase each is in (one at a time).
+	// +optional
+	// +listType=atomic
+	Removals []ServerRemoval `json:"removals,omitempty"`
+
 	// jetstream is what JetStream reports.
 	// +optional
 	JetStream *JetStreamStatus `json:"jetstream,omitempty"`
@@ -354,6 +360,34 @@ type ConfigStatus struct {
 	// restartReason says why the last restart was needed.
 	// +optional
 	RestartReason string `json:"restartReason,omitempty"`
+}
+
+// RemovalPhase is how far the removal of a server went.
+// +kubebuilder:validation:Enum=Evacuating;SteppingDown;Stopping;RemovingPeer;Deleting
+type RemovalPhase string
+
+const (
+	// RemovalEvacuating: its stream and consumer replicas move to the other
+	// servers ($JS.API.SERVER.EVACUATE).
+	RemovalEvacuating RemovalPhase = "Evacuating"
+	// RemovalSteppingDown: it leads the JetStream meta group and hands over.
+	RemovalSteppingDown RemovalPhase = "SteppingDown"
+	// RemovalStopping: its StatefulSet is scaled to 0.
+	RemovalStopping RemovalPhase = "Stopping"
+	// RemovalRemovingPeer: it is removed from the JetStream meta group
+	// ($JS.API.SERVER.REMOVE).
+	RemovalRemovingPeer RemovalPhase = "RemovingPeer"
+	// RemovalDeleting: its ConfigMap, PersistentVolumeClaim and StatefulSet
+	// are deleted.
+	RemovalDeleting RemovalPhase = "Deleting"
+)
+
+// ServerRemoval is a server being removed.
+type ServerRemoval struct {
+	// server is the server's name, e.g. demo-4.
+	Server string `json:"server"`
+	// phase is the phase it is in.
+	Phase RemovalPhase `json:"phase"`
 }
 
 // RolloutStatus is a rollout in flight or held.

@@ -43,6 +43,9 @@ type NatsClusterStatusApplyConfiguration struct {
 	Config *ConfigStatusApplyConfiguration `json:"config,omitempty"`
 	// rollout is present while a rollout is in flight or held.
 	Rollout *RolloutStatusApplyConfiguration `json:"rollout,omitempty"`
+	// removals are the servers beyond spec.replicas being removed, with
+	// the phase each is in (one at a time).
+	Removals []ServerRemovalApplyConfiguration `json:"removals,omitempty"`
 	// jetstream is what JetStream reports.
 	JetStream *JetStreamStatusApplyConfiguration `json:"jetstream,omitempty"`
 	// servers are the servers as they report themselves.
@@ -121,6 +124,19 @@ func (b *NatsClusterStatusApplyConfiguration) WithConfig(value *ConfigStatusAppl
 // If called multiple times, the Rollout field is set to the value of the last call.
 func (b *NatsClusterStatusApplyConfiguration) WithRollout(value *RolloutStatusApplyConfiguration) *NatsClusterStatusApplyConfiguration {
 	b.Rollout = value
+	return b
+}
+
+// WithRemovals adds the given value to the Removals field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Removals field.
+func (b *NatsClusterStatusApplyConfiguration) WithRemovals(values ...*ServerRemovalApplyConfiguration) *NatsClusterStatusApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithRemovals")
+		}
+		b.Removals = append(b.Removals, *values[i])
+	}
 	return b
 }
 

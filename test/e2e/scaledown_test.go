@@ -1,0 +1,228 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/nats-operator/nats-operator/internal/poll"
+	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
+	"github.com/nats-operator/nats-operator/test/framework"
+)
+
+// Scaling the example cluster from 5 to 3 servers under publishers on an R3
+// stream and an R1 stream placed on a leaving server: while an R5 stream
+// exists the scale-down is held with ScaleDownBlocked naming it and nothing
+// is touched for 60 s; once it is edited to R3 the scale-down removes demo-4
+// then demo-3 (evacuate, stop, remove the JetStream peer, delete the
+// objects), the meta group lists 3 peers, no remaining server restarted,
+// and every acknowledged message of both streams is readable.
+func TestScaleDownMovesEveryReplicaAndRemovesTheServers(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	s := framework.StartStack(ctx, t)
+	s.CreateNamespace(ctx, t, "nats")
+	s.ApplyExample(ctx, t, "nats", "natscluster-jetstream.yaml", func(o *unstructured.Unstructured) {
+		if o.GetKind() == "NatsCluster" {
+			_ = unstructured.SetNestedField(o.Object, int64(5), "spec", "replicas")
+		}
+	})
+	s.WaitSettledUpToDate(ctx, t, "nats", "demo", 4*time.Minute)
+	conn := framework.Connect(t, s.PodURLs(ctx, t, "nats", "demo"))
+	js, err := jetstream.New(conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	framework.CreateStream(ctx, t, js, "ORDERS", 3)
+	framework.CreateStream(ctx, t, js, "WIDE", 5)
+	one := createStreamOn(ctx, t, conn, js, "ONE", []string{"demo-3", "demo-4"})
+	t.Logf("R1 stream ONE is on %s", one)
+	orders := framework.StartPublisher(ctx, js, "ORDERS.new")
+	ones := framework.StartPublisher(ctx, js, "ONE.new")
+	poll.Eventually(t, time.Minute, 100*time.Millisecond, "both publishers acknowledged", func() error {
+		a, _, _, _ := orders.Stats()
+		b, _, _, _ := ones.Stats()
+		if a < 100 || b < 100 {
+			return fmt.Errorf("%d and %d acknowledged", a, b)
+		}
+		return nil
+	})
+	pods := []string{"demo-0-0", "demo-1-0", "demo-2-0", "demo-3-0", "demo-4-0"}
+	before := s.PodUIDs(ctx, "nats", pods...)
+
+	patchCluster(ctx, t, s, `{"spec":{"replicas":3}}`)
+	var held string
+	poll.Eventually(t, time.Minute, 250*time.Millisecond, "ScaleDownBlocked", func() error {
+		nc, err := s.Cluster(ctx, "nats", "demo")
+		if err != nil {
+			return err
+		}
+		c := conditionOf(nc, clusterv1beta1.ConditionProgressing)
+		if c.Reason != clusterv1beta1.ReasonScaleDownBlocked {
+			return fmt.Errorf("Progressing %s: %s", c.Reason, c.Message)
+		}
+		held = c.Message
+		return nil
+	})
+	t.Logf("held: %s", held)
+	if !strings.Contains(held, "$G/WIDE (5 replicas)") {
+		t.Errorf("the hold does not name $G/WIDE: %s", held)
+	}
+	time.Sleep(heldFor)
+	if got := s.PodUIDs(ctx, "nats", pods...); !equalMaps(got, before) {
+		t.Fatalf("pods changed while the scale-down was held: %v, before %v", got, before)
+	}
+	for _, n := range []string{"demo-3", "demo-4"} {
+		sts, err := s.Kube.AppsV1().StatefulSets("nats").Get(ctx, n, metav1.GetOptions{})
+		if err != nil || sts.Spec.Replicas == nil || *sts.Spec.Replicas != 1 {
+			t.Fatalf("StatefulSet %s touched while held: %v", n, err)
+		}
+	}
+	t.Log("held for 60 s: no pod, StatefulSet or stream touched")
+
+	if _, err := js.UpdateStream(ctx, jetstream.StreamConfig{Name: "WIDE", Subjects: []string{"WIDE.>"}, Replicas: 3, Storage: jetstream.FileStorage,
+		Duplicates: 10 * time.Minute}); err != nil {
+		t.Fatalf("editing WIDE to 3 replicas: %v", err)
+	}
+	released := time.Now()
+	var phases []string
+	gone := map[string]time.Duration{}
+	poll.Eventually(t, 5*time.Minute, 250*time.Millisecond, "demo-4 and demo-3 removed, 3 servers Settled and UpToDate", func() error {
+		nc, err := s.Cluster(ctx, "nats", "demo")
+		if err != nil {
+			return err
+		}
+		for _, r := range nc.Status.Removals {
+			if p := r.Server + " " + string(r.Phase); !slices.Contains(phases, p) {
+				phases = append(phases, p)
+			}
+		}
+		for _, n := range []string{"demo-4", "demo-3"} {
+			if _, ok := gone[n]; ok {
+				continue
+			}
+			if _, err := s.Kube.AppsV1().StatefulSets("nats").Get(ctx, n, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+				gone[n] = time.Since(released)
+			}
+		}
+		if len(gone) < 2 {
+			return fmt.Errorf("removed so far %v; removals %+v; %s", gone, nc.Status.Removals, framework.Conditions(nc))
+		}
+		return framework.CheckSettledUpToDate(nc)
+	})
+	t.Logf("phases seen in status.removals: %v", phases)
+	t.Logf("StatefulSet gone after the hold was released: demo-4 %s, demo-3 %s", gone["demo-4"].Round(time.Millisecond), gone["demo-3"].Round(time.Millisecond))
+
+	final, _ := s.Cluster(ctx, "nats", "demo")
+	members := metaMembers(ctx, t, s, []string{"demo-0", "demo-1", "demo-2"}, final.Status.JetStream.MetaLeader)
+	slices.Sort(members)
+	if !slices.Equal(members, []string{"demo-0", "demo-1", "demo-2"}) {
+		t.Errorf("the meta group lists %v, want demo-0, demo-1, demo-2", members)
+	}
+	for _, n := range []string{"demo-3", "demo-4"} {
+		if _, err := s.Kube.CoreV1().PersistentVolumeClaims("nats").Get(ctx, "data-"+n+"-0", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("the claim of %s is still there (%v)", n, err)
+		}
+		if _, err := s.Kube.CoreV1().ConfigMaps("nats").Get(ctx, n+"-config", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("the ConfigMap of %s is still there (%v)", n, err)
+		}
+	}
+	after := s.PodUIDs(ctx, "nats", pods[:3]...)
+	for _, p := range pods[:3] {
+		if after[p] != before[p] {
+			t.Errorf("pod %s restarted during the scale-down", p)
+		}
+	}
+	if where := streamPlacement(ctx, t, js, "ONE"); strings.Contains(where, "demo-3") || strings.Contains(where, "demo-4") {
+		t.Errorf("ONE is still on a removed server: %s", where)
+	} else {
+		t.Logf("ONE moved: %s", where)
+	}
+	verifyNoLossOf(ctx, t, s, "ORDERS", orders)
+	verifyNoLossOf(ctx, t, s, "ONE", ones)
+}
+
+// createStreamOn makes an R1 stream on one of the servers, and returns
+// where it is. nats-server seldom places a new R1 stream on a given server,
+// so the stream is created R3 until one of its replicas is there, its
+// leadership moved there, then scaled to R1, which keeps the leader.
+func createStreamOn(ctx context.Context, t *testing.T, conn *nats.Conn, js jetstream.JetStream, name string, servers []string) string {
+	t.Helper()
+	cfg := jetstream.StreamConfig{Name: name, Subjects: []string{name + ".>"}, Replicas: 3, Storage: jetstream.FileStorage, Duplicates: 10 * time.Minute}
+	info := func() *jetstream.StreamInfo {
+		st, err := js.Stream(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		i, err := st.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return i
+	}
+	for range 20 {
+		framework.CreateStream(ctx, t, js, name, 3)
+		i := info()
+		target := ""
+		if i.Cluster != nil && slices.Contains(servers, i.Cluster.Leader) {
+			target = i.Cluster.Leader
+		} else if i.Cluster != nil {
+			for _, r := range i.Cluster.Replicas {
+				if slices.Contains(servers, r.Name) {
+					target = r.Name
+				}
+			}
+		}
+		if target == "" {
+			if err := js.DeleteStream(ctx, name); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+				t.Fatal(err)
+			}
+			continue
+		}
+		poll.Eventually(t, 30*time.Second, 250*time.Millisecond, name+" led by "+target, func() error {
+			if i := info(); i.Cluster != nil && i.Cluster.Leader == target {
+				return nil
+			}
+			_, err := conn.Request("$JS.API.STREAM.LEADER.STEPDOWN."+name, []byte(`{"placement":{"preferred":"`+target+`"}}`), 2*time.Second)
+			return fmt.Errorf("not yet led by %s (%v)", target, err)
+		})
+		cfg.Replicas = 1
+		if _, err := js.UpdateStream(ctx, cfg); err != nil {
+			t.Fatalf("scaling %s to R1: %v", name, err)
+		}
+		poll.Eventually(t, 30*time.Second, 250*time.Millisecond, name+" R1 on "+target, func() error {
+			if i := info(); i.Cluster == nil || i.Cluster.Leader != target || len(i.Cluster.Replicas) != 0 {
+				return fmt.Errorf("%+v", i.Cluster)
+			}
+			return nil
+		})
+		return target
+	}
+	t.Fatalf("stream %s never had a replica on %v", name, servers)
+	return ""
+}
+
+// heldFor is how long the test watches a held scale-down touch nothing.
+var heldFor = 60 * time.Second
+
+func equalMaps(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
