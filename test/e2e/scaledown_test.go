@@ -226,3 +226,105 @@ func equalMaps(a, b map[string]string) bool {
 	}
 	return true
 }
+
+// The controller SIGKILLed at four points of a removal (5 -> 4 servers) —
+// after it asked for the evacuation, right after it scaled demo-4's
+// StatefulSet to 0, once demo-4's pod is gone, and after it asked for the
+// peer removal — and restarted each time completes the removal once: demo-4
+// is gone, the meta group lists demo-0..demo-3, no other server was touched,
+// and no acknowledged message is lost.
+func TestControllerKilledInEachRemovalPhase(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	s := framework.StartStack(ctx, t)
+	s.CreateNamespace(ctx, t, "nats")
+	s.ApplyExample(ctx, t, "nats", "natscluster-jetstream.yaml", func(o *unstructured.Unstructured) {
+		if o.GetKind() == "NatsCluster" {
+			_ = unstructured.SetNestedField(o.Object, int64(5), "spec", "replicas")
+		}
+	})
+	s.WaitSettledUpToDate(ctx, t, "nats", "demo", 4*time.Minute)
+	conn := framework.Connect(t, s.PodURLs(ctx, t, "nats", "demo"))
+	js, err := jetstream.New(conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	framework.CreateStream(ctx, t, js, "ORDERS", 3)
+	one := createStreamOn(ctx, t, conn, js, "ONE", []string{"demo-4"})
+	t.Logf("R1 stream ONE is on %s", one)
+	orders := framework.StartPublisher(ctx, js, "ORDERS.new")
+	ones := framework.StartPublisher(ctx, js, "ONE.new")
+	stay := []string{"demo-0-0", "demo-1-0", "demo-2-0", "demo-3-0"}
+	before := s.PodUIDs(ctx, "nats", stay...)
+
+	patchCluster(ctx, t, s, `{"spec":{"replicas":4}}`)
+	removal := func() string {
+		nc, err := s.Cluster(ctx, "nats", "demo")
+		if err != nil || len(nc.Status.Removals) == 0 {
+			return ""
+		}
+		return string(nc.Status.Removals[0].Phase)
+	}
+	stsReplicas := func() int32 {
+		sts, err := s.Kube.AppsV1().StatefulSets("nats").Get(ctx, "demo-4", metav1.GetOptions{})
+		if err != nil || sts.Spec.Replicas == nil {
+			return -1
+		}
+		return *sts.Spec.Replicas
+	}
+	podGone := func() bool {
+		_, err := s.Kube.CoreV1().Pods("nats").Get(ctx, "demo-4-0", metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	}
+	for _, point := range []struct {
+		what string
+		at   func() bool
+	}{
+		{"after asking for the evacuation", func() bool { return removal() == string(clusterv1beta1.RemovalEvacuating) }},
+		{"right after scaling demo-4 to 0", func() bool { return stsReplicas() == 0 }},
+		{"once demo-4's pod is gone", podGone},
+		{"after asking for the peer removal", func() bool {
+			return removal() == string(clusterv1beta1.RemovalRemovingPeer) || stsReplicas() == -1
+		}},
+	} {
+		poll.Eventually(t, 3*time.Minute, 20*time.Millisecond, "the controller "+point.what, func() error {
+			if point.at() {
+				return nil
+			}
+			return fmt.Errorf("removal phase %q, demo-4 replicas %d", removal(), stsReplicas())
+		})
+		s.Controller.Kill()
+		t.Logf("killed the controller %s (status.removals phase %q)", point.what, removal())
+		time.Sleep(2 * time.Second)
+		s.Controller.Start()
+	}
+	poll.Eventually(t, 5*time.Minute, 250*time.Millisecond, "demo-4 removed, 4 servers Settled and UpToDate", func() error {
+		if _, err := s.Kube.AppsV1().StatefulSets("nats").Get(ctx, "demo-4", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("demo-4 StatefulSet still there (%v)", err)
+		}
+		nc, err := s.Cluster(ctx, "nats", "demo")
+		if err != nil {
+			return err
+		}
+		return framework.CheckSettledUpToDate(nc)
+	})
+	final, _ := s.Cluster(ctx, "nats", "demo")
+	names := []string{"demo-0", "demo-1", "demo-2", "demo-3"}
+	members := metaMembers(ctx, t, s, names, final.Status.JetStream.MetaLeader)
+	slices.Sort(members)
+	if !slices.Equal(members, names) {
+		t.Errorf("the meta group lists %v, want %v", members, names)
+	}
+	if got := s.PodUIDs(ctx, "nats", stay...); !equalMaps(got, before) {
+		t.Errorf("a remaining server was touched: pods %v, before %v", got, before)
+	}
+	if ev, err := s.Events(ctx, "nats", "demo", clusterv1beta1.EventServerRemoval); err == nil {
+		for _, e := range ev {
+			if !strings.Contains(e.Message, "demo-4") {
+				t.Errorf("a removal Event about another server: %s", e.Message)
+			}
+		}
+	}
+	verifyNoLossOf(ctx, t, s, "ORDERS", orders)
+	verifyNoLossOf(ctx, t, s, "ONE", ones)
+}
