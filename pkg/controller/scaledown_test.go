@@ -95,4 +95,3 @@ func TestSyncDeletesARemovedServersObjectsStatefulSetLast(t *testing.T) {
 		t.Errorf("actions:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
 	}
 }
-
