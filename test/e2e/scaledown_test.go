@@ -31,19 +31,7 @@ func TestScaleDownMovesEveryReplicaAndRemovesTheServers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	s := framework.StartStack(ctx, t)
-	s.CreateNamespace(ctx, t, "nats")
-	s.ApplyExample(ctx, t, "nats", "natscluster-jetstream.yaml", func(o *unstructured.Unstructured) {
-		if o.GetKind() == "NatsCluster" {
-			_ = unstructured.SetNestedField(o.Object, int64(5), "spec", "replicas")
-		}
-	})
-	s.WaitSettledUpToDate(ctx, t, "nats", "demo", 4*time.Minute)
-	conn := framework.Connect(t, s.PodURLs(ctx, t, "nats", "demo"))
-	js, err := jetstream.New(conn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	framework.CreateStream(ctx, t, js, "ORDERS", 3)
+	conn, js := fiveServers(ctx, t, s)
 	framework.CreateStream(ctx, t, js, "WIDE", 5)
 	one := createStreamOn(ctx, t, conn, js, "ONE", []string{"demo-3", "demo-4"})
 	t.Logf("R1 stream ONE is on %s", one)
@@ -152,6 +140,26 @@ func TestScaleDownMovesEveryReplicaAndRemovesTheServers(t *testing.T) {
 	verifyNoLossOf(ctx, t, s, "ONE", ones)
 }
 
+// fiveServers brings up the example cluster with 5 servers and an R3 stream
+// ORDERS, and returns a client of it.
+func fiveServers(ctx context.Context, t *testing.T, s *framework.Stack) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	s.CreateNamespace(ctx, t, "nats")
+	s.ApplyExample(ctx, t, "nats", "natscluster-jetstream.yaml", func(o *unstructured.Unstructured) {
+		if o.GetKind() == "NatsCluster" {
+			_ = unstructured.SetNestedField(o.Object, int64(5), "spec", "replicas")
+		}
+	})
+	s.WaitSettledUpToDate(ctx, t, "nats", "demo", 4*time.Minute)
+	conn := framework.Connect(t, s.PodURLs(ctx, t, "nats", "demo"))
+	js, err := jetstream.New(conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	framework.CreateStream(ctx, t, js, "ORDERS", 3)
+	return conn, js
+}
+
 // createStreamOn makes an R1 stream on one of the servers, and returns
 // where it is. nats-server seldom places a new R1 stream on a given server,
 // so the stream is created R3 until one of its replicas is there, its
@@ -237,19 +245,7 @@ func TestControllerKilledInEachRemovalPhase(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	s := framework.StartStack(ctx, t)
-	s.CreateNamespace(ctx, t, "nats")
-	s.ApplyExample(ctx, t, "nats", "natscluster-jetstream.yaml", func(o *unstructured.Unstructured) {
-		if o.GetKind() == "NatsCluster" {
-			_ = unstructured.SetNestedField(o.Object, int64(5), "spec", "replicas")
-		}
-	})
-	s.WaitSettledUpToDate(ctx, t, "nats", "demo", 4*time.Minute)
-	conn := framework.Connect(t, s.PodURLs(ctx, t, "nats", "demo"))
-	js, err := jetstream.New(conn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	framework.CreateStream(ctx, t, js, "ORDERS", 3)
+	conn, js := fiveServers(ctx, t, s)
 	one := createStreamOn(ctx, t, conn, js, "ONE", []string{"demo-4"})
 	t.Logf("R1 stream ONE is on %s", one)
 	orders := framework.StartPublisher(ctx, js, "ORDERS.new")
