@@ -351,7 +351,7 @@ type Decision struct {
 	// Step is the one step to take now, if any.
 	Step *Step
 	// Create are the servers to create at the target (their ConfigMap and
-	// StatefulSet), in ordinal order; never set with Blocked or a held
+	// StatefulSet), in ordinal order; never set while Deleting, with Blocked or a held
 	// scale-down or claim change.
 	Create []string
 	// Hold says why no step is taken while the rollout is not done.
