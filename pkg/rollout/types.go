@@ -351,8 +351,8 @@ type Decision struct {
 	// Step is the one step to take now, if any.
 	Step *Step
 	// Create are the servers to create at the target (their ConfigMap and
-	// StatefulSet), in ordinal order; never set while Deleting, with Blocked or a held
-	// scale-down or claim change.
+	// StatefulSet), in ordinal order; never set while Deleting, with
+	// Blocked or a held scale-down or claim change.
 	Create []string
 	// Hold says why no step is taken while the rollout is not done.
 	Hold *Hold
