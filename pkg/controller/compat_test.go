@@ -17,7 +17,8 @@ import (
 // An operator upgrade restarts no cluster: the objects written by the
 // release before the config and template revisions were separated
 // (pkg/render/testdata/legacy-e57d870), synced by this controller, give no
-// write to any server's objects and no pod deletion. The status is written
+// write to any server's objects and no pod deletion. The NatsCluster gets
+// the finalizer (one metadata patch) and its status is written
 // once, because the fixture's status holds only status.config and the
 // observation fills in the rest; a second sync writes nothing at all.
 func TestObjectsOfThePreviousReleaseCauseNoWriteAndNoRestart(t *testing.T) {
@@ -57,8 +58,12 @@ func TestObjectsOfThePreviousReleaseCauseNoWriteAndNoRestart(t *testing.T) {
 				}
 			}
 			f.snap = snap
+			f.nc.Finalizers = nil // the previous release added none
 			first := f.sync()
-			assertActions(t, first, "update natsclusters/status "+objs.Cluster.Name)
+			assertActions(t, first, "patch natsclusters "+objs.Cluster.Name, "update natsclusters/status "+objs.Cluster.Name)
+			if !hasFinalizer(writtenStatus(first)) {
+				t.Errorf("finalizers %v, want %s added", writtenStatus(first).Finalizers, clusterv1beta1.FinalizerStreams)
+			}
 			st := writtenStatus(first)
 			if p := meta.FindStatusCondition(st.Status.Conditions, clusterv1beta1.ConditionProgressing); p == nil || p.Reason != clusterv1beta1.ReasonUpToDate {
 				t.Errorf("Progressing %+v, want UpToDate", p)

@@ -28,6 +28,12 @@
 // when they equal the target (compat_test.go syncs objects written by the
 // previous release).
 //
+// Deletion (finalizer.go): every NatsCluster carries the finalizer
+// cluster.nats-operator.io/streams, added before its first object. While it
+// is being deleted, a sync writes nothing but its status until the planner
+// releases the finalizer (JetStream holds no streams, or force-delete is
+// set); the garbage collector then deletes the servers, and the claims stay.
+//
 // Steps by kind: restarts (step.go, servers.go); Reload steps over $SYS
 // with spec.auth.systemCredentials or the controller's own system user, whose
 // Secret it generates (reload.go, systemuser.go); RemoveServer steps of a

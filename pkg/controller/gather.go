@@ -7,8 +7,11 @@ package controller
 //	        spec.replicas included; the references of spec.auth) ─> render
 //	        (with the servers' existing objects, see render.Input.Running)
 //	        ─> observe ─> plan
-//	write:  the Services and PDB; then only what the Decision allows: the
-//	        servers in Decision.Create, Decision.Step, Decision.ClearAnnotations
+//	write:  the finalizer (FinalizerStreams) when missing; the Services and
+//	        PDB; then only what the Decision allows: the servers in
+//	        Decision.Create, Decision.Step, Decision.ClearAnnotations. While
+//	        the NatsCluster is being deleted, nothing but removing the
+//	        finalizer when Decision.ReleaseFinalizer says so (then no status)
 //	report: status (observed, then the Decision's Progressing and rollout),
 //	        Events, metrics: always the Decision's, or, when a write was
 //	        refused, ReconcileFailed with the API server's words

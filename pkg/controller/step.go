@@ -50,6 +50,10 @@ func (c *Controller) planInput(st *clusterState, out *render.Output, snap *obser
 		Paused:      nc.Spec.Rollout.Paused,
 		Now:         now,
 		Blocked:     st.blocked,
+		Deleting:    nc.DeletionTimestamp != nil,
+		// Observed even when blocked: a cluster being deleted is released
+		// by the streams it holds.
+		Observation: observation(snap),
 	}
 	if out == nil {
 		return in
@@ -102,7 +106,6 @@ func (c *Controller) planInput(st *clusterState, out *render.Output, snap *obser
 		}
 		in.Servers = append(in.Servers, s)
 	}
-	in.Observation = observation(snap)
 	st.reloadVia, in.CanReload, in.NoReload = c.reloadAccess(st, &in)
 	in.ReloadTimeout = c.reloadTimeout
 	return in

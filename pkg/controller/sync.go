@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -67,6 +68,11 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		return cacheCatchUp, nil
 	}
 
+	if nc.DeletionTimestamp != nil && !hasFinalizer(nc) {
+		logger.V(4).Info("NatsCluster is being deleted and holds no finalizer of this controller; left to the API server and the garbage collector")
+		return 0, nil
+	}
+
 	// Decide.
 	st, err := c.gather(nc)
 	if err != nil {
@@ -77,6 +83,10 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	decision := rollout.Plan(c.planInput(st, out, snap, metav1.Now()))
 
 	// Write.
+	if decision.ReleaseFinalizer {
+		// The NatsCluster goes: no status to write.
+		return 0, c.releaseFinalizer(ctx, nc, decision)
+	}
 	nc, refused, err := c.write(ctx, st, out, decision)
 	if err != nil {
 		return 0, err
@@ -146,15 +156,44 @@ func (c *Controller) renderTarget(st *clusterState) *render.Output {
 	return out
 }
 
-// write carries out what the decision allows: the Services and the PDB
+// releaseFinalizer removes the finalizer the planner released, so that the
+// deletion goes on; the Event says why it was released.
+func (c *Controller) releaseFinalizer(ctx context.Context, nc *clusterv1beta1.NatsCluster, d rollout.Decision) error {
+	if _, err := c.removeFinalizer(ctx, nc); err != nil {
+		return err
+	}
+	c.recorder.Event(nc, corev1.EventTypeNormal, clusterv1beta1.ReasonDeleting, d.Progressing.Message)
+	return nil
+}
+
+// write carries out what the decision allows: the finalizer (added to a
+// cluster not being deleted before anything else), the Services and the PDB
 // (they depend on the cluster's name only, so they are kept in place even
 // while the spec cannot render), the servers to create, the step, and the
-// one-shot annotations to clear. It returns the NatsCluster to write status
-// to (patched when annotations were cleared) and, when the API server
+// one-shot annotations to clear; nothing while the NatsCluster is being
+// deleted. It returns the NatsCluster to write status to (patched when the
+// finalizer was added or annotations were cleared) and, when the API server
 // refused a write or an object is in the way, the message for
 // Progressing=False ReconcileFailed. Any other error is retried.
 func (c *Controller) write(ctx context.Context, st *clusterState, out *render.Output, d rollout.Decision) (*clusterv1beta1.NatsCluster, string, error) {
 	nc := st.nc
+	if nc.DeletionTimestamp != nil {
+		// Being deleted: the planner creates and steps nothing, and nothing
+		// else is written either (no Secret, Service or PDB is made or
+		// corrected for a cluster that goes).
+		if d.Step != nil || len(d.Create) > 0 {
+			return nc, "", fmt.Errorf("the planner asked to step or create servers of NatsCluster %s, which is being deleted", klog.KObj(nc))
+		}
+		return nc, "", nil
+	}
+	if !hasFinalizer(nc) {
+		// Before any object exists, so that no server goes without it.
+		patched, err := c.addFinalizer(ctx, nc)
+		if err != nil {
+			return nc, "", err
+		}
+		nc = patched
+	}
 	refused := func(err error) (string, error) {
 		var nce *notControlledError
 		var wre *writeRefusedError

@@ -57,7 +57,13 @@ type fixture struct {
 	recorder *record.FakeRecorder
 }
 
+// newFixture syncs nc with the finalizer this controller adds to every
+// NatsCluster (clear f.nc.Finalizers for one it never synced).
 func newFixture(t *testing.T, nc *clusterv1beta1.NatsCluster, objs ...runtime.Object) *fixture {
+	nc = nc.DeepCopy()
+	if !slices.Contains(nc.Finalizers, clusterv1beta1.FinalizerStreams) {
+		nc.Finalizers = append(nc.Finalizers, clusterv1beta1.FinalizerStreams)
+	}
 	return &fixture{t: t, nc: nc, kubeObjects: objs, snap: &observe.Snapshot{
 		Verdict: observe.Verdict{Status: metav1.ConditionUnknown, Reason: clusterv1beta1.ReasonObservationFailed, Message: "not observed"},
 	}}
@@ -220,12 +226,16 @@ func assertActions(t *testing.T, got []core.Action, want ...string) {
 func TestSyncCreatesEveryObjectOfANewCluster(t *testing.T) {
 	nc := rt.NewCluster("ns", "demo", rt.Replicas(2))
 	f := newFixture(t, nc)
+	f.nc.Finalizers = nil
 	acts := f.sync()
+	// The actions of the two clientsets are listed apart: the finalizer's
+	// patch comes first of all (write adds it before any object).
 	assertActions(t, acts,
 		"create secrets demo-system-user",
 		"create services demo", "create services demo-headless", "create poddisruptionbudgets demo",
 		"create configmaps demo-0-config", "create statefulsets demo-0",
 		"create configmaps demo-1-config", "create statefulsets demo-1",
+		"patch natsclusters demo",
 		"update natsclusters/status demo")
 	st := writtenStatus(acts)
 	if p := meta.FindStatusCondition(st.Status.Conditions, clusterv1beta1.ConditionProgressing); p == nil || p.Reason != clusterv1beta1.ReasonCreating {

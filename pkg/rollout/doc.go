@@ -38,7 +38,8 @@
 //     for the global account), Assets (streams and consumers with their
 //     current copies).
 //   - Previous: status.rollout as stored; Annotations: the NatsCluster's;
-//     Paused: spec.rollout.paused; Now: the sync's time.
+//     Paused: spec.rollout.paused; Now: the sync's time. Deleting:
+//     metadata.deletionTimestamp is set.
 //
 // # Acting on the Decision
 //
@@ -61,6 +62,8 @@
 //     reason, and when a hold whose reason Notifies ends.
 //   - ClearAnnotations: remove these one-shot annotations (after the step is
 //     applied, if there is one).
+//   - ReleaseFinalizer: remove cluster.nats-operator.io/streams so the
+//     deletion goes on; write no status (the NatsCluster goes).
 //   - Rollout: write to status.rollout (nil clears it). Progressing: set it
 //     with observedGeneration and lastTransitionTime. When Progressing is
 //     UpToDate, set status.config to TargetRevision with AppliedBy and
@@ -68,6 +71,7 @@
 //
 // Files:
 //   - plan.go: Plan and its state diagram.
+//   - deletion.go: a NatsCluster being deleted: hold or release the finalizer.
 //   - blocked.go: the holds before any server is created or touched.
 //   - dataloss.go, stuck.go: restarts that would lose the only copy of a
 //     stream; a down server stepped through a closed gate.

@@ -80,6 +80,9 @@ func fuzzInput(data []byte) Input {
 	case 1:
 		in.ExtraServers = []ServerState{{Name: "demo-9", Ordinal: 9, Created: true, Stopped: r.next()%2 == 0, PodExists: r.next()%2 == 0}}
 	}
+	// Independent of Blocked and ExtraServers: a cluster being deleted may be
+	// either.
+	in.Deleting = r.next()%8 == 0
 	in.Observation.Observed = r.next()%4 != 0
 	in.Observation.Settled.Status = metav1.ConditionStatus(r.pick("True", "True", "False", "Unknown", ""))
 	in.Observation.Settled.Message = r.pick("", "x is catching up")
@@ -102,7 +105,9 @@ func fuzzInput(data []byte) Input {
 	if r.bool() {
 		in.Annotations = map[string]string{}
 		for i := int(r.next() % 3); i >= 0; i-- {
-			switch r.next() % 3 {
+			switch r.next() % 4 {
+			case 3:
+				in.Annotations[clusterv1beta1.AnnotationForceDelete] = r.pick("", "true")
 			case 0:
 				in.Annotations[clusterv1beta1.AnnotationRestartAll] = r.pick("", "true", "reset-jetstream", " reset-jetstream ")
 			case 1:
@@ -135,14 +140,21 @@ func FuzzPlan(f *testing.F) {
 			t.Fatalf("a step with no servers: %s", toJSON(d))
 		}
 		// The controller emits Events from Hold.Notify, and for the end of a
-		// hold from Notifies of the reason in status: they must agree.
-		if (d.Hold != nil && d.Hold.Notify) != Notifies(d.Progressing.Reason) {
+		// hold from Notifies of the reason in status: they must agree. A
+		// released finalizer writes no status: the NatsCluster goes.
+		if !d.ReleaseFinalizer && (d.Hold != nil && d.Hold.Notify) != Notifies(d.Progressing.Reason) {
 			t.Fatalf("hold notify and Notifies(%s) disagree: %s", d.Progressing.Reason, toJSON(d))
 		}
-		if in.Blocked != nil && (d.Step != nil || len(d.Create) > 0) {
+		if in.Deleting && (d.Step != nil || len(d.Create) > 0 || len(d.ClearAnnotations) > 0) {
+			t.Fatalf("a cluster being deleted stepped, created or cleared annotations: %s", toJSON(d))
+		}
+		if d.ReleaseFinalizer != (in.Deleting && d.Hold == nil) {
+			t.Fatalf("the finalizer is released other than for a deletion that does not hold: %s", toJSON(d))
+		}
+		if in.Blocked != nil && !in.Deleting && (d.Step != nil || len(d.Create) > 0) {
 			t.Fatalf("a blocked cluster stepped or created: %s", toJSON(d))
 		}
-		if len(in.ExtraServers) > 0 && in.Blocked == nil && (len(d.Create) > 0 || (d.Step != nil && (d.Step.Kind != RemoveServer || d.Step.Remove.Server != "demo-9"))) {
+		if len(in.ExtraServers) > 0 && in.Blocked == nil && !in.Deleting && (len(d.Create) > 0 || (d.Step != nil && (d.Step.Kind != RemoveServer || d.Step.Remove.Server != "demo-9"))) {
 			t.Fatalf("a scale-down took another step than removing demo-9, or created: %s", toJSON(d))
 		}
 		if again := Plan(in); !reflect.DeepEqual(again, d) {

@@ -5,6 +5,9 @@ package rollout
 // each server reports, the observed Snapshot) and status.rollout as last
 // written; nothing else is remembered between syncs.
 //
+//	Deleting (deletionTimestamp set) ───────────────────> ReleaseFinalizer when force-delete is set or JetStream
+//	                                                       is observed holding no streams, else Hold Deleting
+//	                                                       (False); never a step or a server created (deletion.go)
 //	Blocked (reference, trust, spec, object in the way) ─> Hold with its reason (False; nothing created or touched)
 //	servers beyond spec.replicas, or a claim template ─────> Hold UnsupportedChange (False; nothing created or touched)
 //	   │ otherwise: servers not created yet go in Decision.Create (any state below)
@@ -85,6 +88,11 @@ import (
 // Plan decides the next step of a NatsCluster's rollout, or why there is none.
 // It is pure: the same Input always gives the same Decision.
 func Plan(in Input) Decision {
+	// Deleting comes first: a cluster whose spec cannot render must still
+	// be deletable.
+	if in.Deleting {
+		return deleting(&in)
+	}
 	if in.Blocked != nil {
 		return blocked(in.Blocked)
 	}
@@ -639,7 +647,8 @@ func finish(d Decision) Decision {
 // Notifies says whether a Progressing reason is a hold that needs the
 // user's attention, so an Event marks its start and end: every hold but
 // waiting for the gate (RollingRestart, Reloading, ScalingUp, ScalingDown),
-// and no state that is not a hold.
+// and no state that is not a hold. Deleting is a hold: the deletion waits
+// for the user to delete the streams or annotate force-delete.
 func Notifies(reason string) bool {
 	switch reason {
 	case clusterv1beta1.ReasonRollingRestart, clusterv1beta1.ReasonReloading, clusterv1beta1.ReasonScalingUp, clusterv1beta1.ReasonScalingDown,

@@ -62,8 +62,14 @@ type Input struct {
 	Previous *clusterv1beta1.RolloutStatus
 
 	// Annotations are the NatsCluster's annotations; Plan reads the one-shot
-	// restart-all and force-step annotations.
+	// restart-all and force-step annotations, and force-delete while
+	// Deleting.
 	Annotations map[string]string
+
+	// Deleting says the NatsCluster is being deleted (metadata.
+	// deletionTimestamp is set): Plan creates and steps nothing, and says
+	// whether the finalizer may go (deletion.go).
+	Deleting bool
 
 	// Paused is spec.rollout.paused.
 	Paused bool
@@ -345,11 +351,15 @@ type Decision struct {
 	// Step is the one step to take now, if any.
 	Step *Step
 	// Create are the servers to create at the target (their ConfigMap and
-	// StatefulSet), in ordinal order; never set with Blocked or a held
-	// scale-down or claim change.
+	// StatefulSet), in ordinal order; never set while Deleting, with
+	// Blocked or a held scale-down or claim change.
 	Create []string
 	// Hold says why no step is taken while the rollout is not done.
 	Hold *Hold
+	// ReleaseFinalizer says to remove the NatsCluster's finalizer
+	// (FinalizerStreams) so its deletion goes on: only while Deleting, when
+	// JetStream holds no streams or force-delete is set.
+	ReleaseFinalizer bool
 	// ClearAnnotations are one-shot annotations to remove: acted on with this
 	// step, or naming nothing left to do.
 	ClearAnnotations []string

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 
 	"github.com/nats-operator/nats-operator/internal/kubeutil"
 	"github.com/nats-operator/nats-operator/internal/poll"
+	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
 	"github.com/nats-operator/nats-operator/pkg/observe"
 	"github.com/nats-operator/nats-operator/pkg/render"
 	"github.com/nats-operator/nats-operator/pkg/render/rendertest"
@@ -23,7 +25,9 @@ import (
 // under pkg/render/testdata/legacy-e57d870) runs on real nats-servers; then
 // this controller starts on it. It finds the cluster up to date at the
 // revision it carries, writes no ConfigMap, StatefulSet, Service, PDB or pod,
-// and every pod keeps its UID. Its only writes are the NatsCluster's status.
+// and every pod keeps its UID. Its only writes are the NatsCluster's status
+// and one metadata patch adding the finalizer cluster.nats-operator.io/streams
+// (the previous release set none), which restarts nothing.
 func TestUpgradingTheControllerRestartsNothing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
@@ -108,10 +112,17 @@ func TestUpgradingTheControllerRestartsNothing(t *testing.T) {
 		t.Errorf("status.config %+v, want revision %s kept", got.Status.Config, legacyRev)
 	}
 	time.Sleep(5 * time.Second) // a few more syncs, each of which could write
-	for _, res := range []string{"configmaps", "statefulsets", "services", "poddisruptionbudgets", "pods", "natsclusters\""} {
-		if n, _ := s.Controller.Metric("nats_operator_api_writes_total", `resource="`+res); n != 0 {
+	for _, res := range []string{"configmaps", "statefulsets", "services", "poddisruptionbudgets", "pods"} {
+		if n, _ := s.Controller.Metric("nats_operator_api_writes_total", `resource="`+res+`"`); n != 0 {
 			t.Errorf("the upgraded controller made %v writes to %s, want 0", n, res)
 		}
+	}
+	// The NatsCluster itself: one patch, the finalizer, and nothing else.
+	if n, _ := s.Controller.Metric("nats_operator_api_writes_total", `resource="natsclusters"`); n != 1 {
+		t.Errorf("the upgraded controller made %v writes to natsclusters, want 1 (adding the finalizer)", n)
+	}
+	if got, err := s.Cluster(ctx, ns, name); err != nil || !slices.Contains(got.Finalizers, clusterv1beta1.FinalizerStreams) {
+		t.Errorf("finalizers of the upgraded cluster (%v): want %s", err, clusterv1beta1.FinalizerStreams)
 	}
 	status, _ := s.Controller.Metric("nats_operator_api_writes_total", `resource="natsclusters/status"`)
 	steps, _ := s.Controller.Metric("nats_operator_rollout_steps_total")

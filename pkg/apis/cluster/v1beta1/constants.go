@@ -64,6 +64,12 @@ const (
 	// ReasonDataLossOnRestart: the next step would restart a server without
 	// a volume that holds the only current copy of a stream or consumer.
 	ReasonDataLossOnRestart = "DataLossOnRestart"
+	// ReasonDeleting (False) is a hold: the NatsCluster is being deleted
+	// while JetStream holds streams, or while the controller cannot tell
+	// whether it does. Its finalizer FinalizerStreams stays until the
+	// streams are gone or AnnotationForceDelete is set; no server is
+	// created or stepped meanwhile.
+	ReasonDeleting = "Deleting"
 )
 
 // Event reasons that are not condition reasons.
@@ -99,10 +105,21 @@ const (
 	// AnnotationForceStep takes the named server's next step through a closed
 	// gate or a pause.
 	AnnotationForceStep = "cluster.nats-operator.io/force-step"
+	// AnnotationForceDelete lets a NatsCluster being deleted go although
+	// JetStream holds streams (or the controller cannot tell): the
+	// controller removes FinalizerStreams, and the garbage collector deletes
+	// the servers. Their PersistentVolumeClaims are kept (the claim
+	// templates retain them). Any value; it is read only while deleting.
+	AnnotationForceDelete = "cluster.nats-operator.io/force-delete"
 	// RestartAllResetJetStream is the value of AnnotationRestartAll that
 	// accepts leaving existing streams behind.
 	RestartAllResetJetStream = "reset-jetstream"
 )
+
+// FinalizerStreams is the finalizer the controller puts on every
+// NatsCluster: deleting the cluster waits while JetStream holds streams,
+// until they are deleted or AnnotationForceDelete is set (ReasonDeleting).
+const FinalizerStreams = "cluster.nats-operator.io/streams"
 
 // MaxNameLength is the longest NatsCluster name (49 characters), so that
 // every derived name and label fits Kubernetes' limits at the largest
