@@ -118,9 +118,14 @@ func TestScaleDownMovesEveryReplicaAndRemovesTheServers(t *testing.T) {
 		t.Errorf("the meta group lists %v, want demo-0, demo-1, demo-2", members)
 	}
 	for _, n := range []string{"demo-3", "demo-4"} {
-		if _, err := s.Kube.CoreV1().PersistentVolumeClaims("nats").Get(ctx, "data-"+n+"-0", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-			t.Errorf("the claim of %s is still there (%v)", n, err)
-		}
+		// The claim goes once kube-controller-manager's pvc-protection
+		// controller has seen that no pod uses it.
+		poll.Eventually(t, time.Minute, 250*time.Millisecond, "the claim of "+n+" deleted", func() error {
+			if _, err := s.Kube.CoreV1().PersistentVolumeClaims("nats").Get(ctx, "data-"+n+"-0", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("still there (%v)", err)
+			}
+			return nil
+		})
 		if _, err := s.Kube.CoreV1().ConfigMaps("nats").Get(ctx, n+"-config", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Errorf("the ConfigMap of %s is still there (%v)", n, err)
 		}
