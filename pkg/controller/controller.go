@@ -100,8 +100,8 @@ type Controller struct {
 	systemUsers systemUserCache
 	// reloadSends paces the reloads sent while one is in flight, and
 	// removeSends the evacuations and peer removals of a scale-down.
-	reloadSends reloadSends
-	removeSends reloadSends
+	reloadSends pacer
+	removeSends pacer
 	// reloadTimeout is how long a reload may go unconfirmed before it
 	// becomes a restart (SetReloadTimeout).
 	reloadTimeout time.Duration

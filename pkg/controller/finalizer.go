@@ -2,14 +2,9 @@ package controller
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
-	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
@@ -40,27 +35,17 @@ func (c *Controller) removeFinalizer(ctx context.Context, nc *clusterv1beta1.Nat
 	return c.patchFinalizers(ctx, nc, rest, "Removed finalizer")
 }
 
-// patchFinalizers sets metadata.finalizers with a merge patch that carries
-// the resourceVersion the decision was made on: if the NatsCluster changed
-// since (another finalizer, force-delete set), the patch fails with a
-// conflict and the sync runs again.
+// patchFinalizers sets metadata.finalizers (see patchMetadata: a
+// NatsCluster changed since the decision, another finalizer or force-delete
+// set, makes the patch fail with a conflict and the sync run again).
 func (c *Controller) patchFinalizers(ctx context.Context, nc *clusterv1beta1.NatsCluster, finalizers []string, done string) (*clusterv1beta1.NatsCluster, error) {
 	if finalizers == nil {
 		finalizers = []string{}
 	}
-	patch, err := json.Marshal(map[string]interface{}{
-		"metadata": map[string]interface{}{"resourceVersion": nc.ResourceVersion, "finalizers": finalizers},
-	})
-	if err != nil {
-		return nil, err
-	}
-	patched, err := c.natsClient.ClusterV1beta1().NatsClusters(nc.Namespace).Patch(ctx, nc.Name, types.MergePatchType, patch,
-		metav1.PatchOptions{FieldManager: FieldManager})
-	c.countWrite("natsclusters", "patch")
+	patched, err := c.patchMetadata(ctx, nc, "finalizers", finalizers)
 	if err != nil {
 		return nil, fmt.Errorf("setting finalizers %v of NatsCluster %s: %w", finalizers, klog.KObj(nc), err)
 	}
-	c.ownWrites.wrote(cache.MetaObjectToName(nc), nc.ResourceVersion, time.Now())
 	klog.FromContext(ctx).V(2).Info(done, "finalizer", clusterv1beta1.FinalizerStreams)
 	return patched, nil
 }

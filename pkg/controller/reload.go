@@ -127,15 +127,14 @@ func (st *clusterState) anyServerObjects() bool {
 }
 
 // objectsChange says the target differs from some server's objects (its
-// config revision, template or the config its pod was restarted for).
+// ConfigMap, template or the config its pod was restarted for).
 func objectsChange(st *clusterState, out *render.Output) bool {
 	for i, so := range st.servers {
 		target := &out.Servers[i]
 		if so.statefulSet == nil || so.configMap == nil {
 			return true
 		}
-		running, err := render.ReadConfig([]byte(so.configMap.Data[render.ConfigKey]), render.ImageVersion(so.statefulSet))
-		if err != nil || running.Revision != target.Revision ||
+		if configMapDiffers(so.configMap, target.ConfigMap) ||
 			so.statefulSet.Spec.Template.Annotations[clusterv1beta1.AnnotationConfigRevision] != target.Revision ||
 			render.TemplateRevisionOf(so.statefulSet) != target.TemplateRevision {
 			return true
@@ -225,15 +224,17 @@ func formatReload(rev string, phase rollout.ReloadPhase, at time.Time, msg strin
 	return v
 }
 
-// reloadSends remembers when a reload was last sent, per server and
-// revision, so a reload in flight is resent at most every reloadResendEvery.
-type reloadSends struct {
+// pacer remembers when a request was last sent, per key (server and
+// revision of a reload, server and phase of a removal), so a request whose
+// effect the cluster does not show yet is resent at most every
+// reloadResendEvery.
+type pacer struct {
 	mu   sync.Mutex
 	last map[string]time.Time
 }
 
 // due says whether a reload of key should be sent now, and records it.
-func (r *reloadSends) due(key string, now time.Time) bool {
+func (r *pacer) due(key string, now time.Time) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.last == nil {

@@ -113,7 +113,7 @@ func (c *Controller) deleteServerObjects(ctx context.Context, nc *clusterv1beta1
 		err := do(metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 		c.countWrite(resource, "delete")
 		if err != nil && !apierrors.IsNotFound(err) {
-			return writeError("deleting", kind, obj.(klogMeta), err)
+			return writeError("deleting", kind, obj, err)
 		}
 		return nil
 	}
@@ -146,6 +146,3 @@ func (c *Controller) deleteServerObjects(ctx context.Context, nc *clusterv1beta1
 	c.recorder.Eventf(nc, corev1.EventTypeNormal, clusterv1beta1.EventServerRemoval, "Removed %s: its JetStream peer, StatefulSet, ConfigMap and claim %s are gone", so.name, claimName)
 	return nil
 }
-
-// klogMeta is what writeError names an object by.
-type klogMeta = klog.KMetadata

@@ -249,8 +249,21 @@ func (c *Controller) clearAnnotations(ctx context.Context, nc *clusterv1beta1.Na
 	if len(annotations) == 0 {
 		return nc, nil
 	}
+	patched, err := c.patchMetadata(ctx, nc, "annotations", annotations)
+	if err != nil {
+		return nil, fmt.Errorf("clearing annotations %v of NatsCluster %s: %w", keys, klog.KObj(nc), err)
+	}
+	klog.FromContext(ctx).V(2).Info("Cleared one-shot annotations", "annotations", keys)
+	return patched, nil
+}
+
+// patchMetadata sets one field of a NatsCluster's metadata with a merge
+// patch that carries the resourceVersion the decision was made on: if the
+// NatsCluster changed since, the patch fails with a conflict and the sync
+// runs again. The write is counted and remembered as the controller's own.
+func (c *Controller) patchMetadata(ctx context.Context, nc *clusterv1beta1.NatsCluster, field string, value interface{}) (*clusterv1beta1.NatsCluster, error) {
 	patch, err := json.Marshal(map[string]interface{}{
-		"metadata": map[string]interface{}{"resourceVersion": nc.ResourceVersion, "annotations": annotations},
+		"metadata": map[string]interface{}{"resourceVersion": nc.ResourceVersion, field: value},
 	})
 	if err != nil {
 		return nil, err
@@ -259,10 +272,9 @@ func (c *Controller) clearAnnotations(ctx context.Context, nc *clusterv1beta1.Na
 		metav1.PatchOptions{FieldManager: FieldManager})
 	c.countWrite("natsclusters", "patch")
 	if err != nil {
-		return nil, fmt.Errorf("clearing annotations %v of NatsCluster %s: %w", keys, klog.KObj(nc), err)
+		return nil, err
 	}
 	c.ownWrites.wrote(cache.MetaObjectToName(nc), nc.ResourceVersion, time.Now())
-	klog.FromContext(ctx).V(2).Info("Cleared one-shot annotations", "annotations", keys)
 	return patched, nil
 }
 
