@@ -200,10 +200,14 @@ type scaleUp struct {
 	detail                  string
 }
 
-// observeScaleUp polls until everything holds or the wait runs out, and
-// returns the last result.
+// observeScaleUp polls until everything holds at once, or the wait runs
+// out. At the deadline each property reports whether it held in any sample:
+// a property that never holds (the seeds-only mesh) reads false, and one
+// that holds but flickers (a replica briefly not current right after a
+// write) reads true, so a single unlucky sample does not decide the answer.
 func observeScaleUp(servers []*natsServer, before streamPlacement, acked *int, wait time.Duration) scaleUp {
 	deadline := time.Now().Add(wait)
+	var ever scaleUp
 	for {
 		var got scaleUp
 		var details []string
@@ -245,7 +249,15 @@ func observeScaleUp(servers []*natsServer, before streamPlacement, acked *int, w
 			details = append(details, d)
 		}
 		got.detail = strings.Join(details, "; ")
-		if (got.mesh && got.meta && got.placementKept && got.writable) || time.Now().After(deadline) {
+		if got.mesh && got.meta && got.placementKept && got.writable {
+			return got
+		}
+		ever.mesh = ever.mesh || got.mesh
+		ever.meta = ever.meta || got.meta
+		ever.placementKept = ever.placementKept || got.placementKept
+		ever.writable = ever.writable || got.writable
+		if time.Now().After(deadline) {
+			got.mesh, got.meta, got.placementKept, got.writable = ever.mesh, ever.meta, ever.placementKept, ever.writable
 			return got
 		}
 		time.Sleep(300 * time.Millisecond)
