@@ -1,7 +1,8 @@
 package controller
 
-// Removing a server beyond spec.replicas, one phase per RemoveServer step
-// (the planner derives the phase, rollout/scaledown.go): evacuate its
+// Removing a server beyond spec.replicas, or replacing a server of the spec
+// (Remove.Replace), one phase per RemoveServer step (the planner derives
+// the phase, rollout/scaledown.go and replace.go): evacuate its
 // replicas and step the meta leader down over $SYS, stop it (its
 // StatefulSet scaled to 0), remove its JetStream peer, then delete its
 // ConfigMap, its claim and last its StatefulSet, the object that makes it a
@@ -35,13 +36,17 @@ func (c *Controller) removeServer(ctx context.Context, st *clusterState, step *r
 	}
 	nc := st.nc
 	var so *serverObjects
-	for i := range st.extra {
-		if st.extra[i].name == r.Server {
-			so = &st.extra[i]
+	from, what := st.extra, "a server beyond spec.replicas"
+	if r.Replace {
+		from, what = st.servers, "a server of the spec"
+	}
+	for i := range from {
+		if from[i].name == r.Server {
+			so = &from[i]
 		}
 	}
 	if so == nil || so.statefulSet == nil {
-		return fmt.Errorf("planner removes %q, which is not a server beyond spec.replicas", r.Server)
+		return fmt.Errorf("planner removes %q, which is not %s with a StatefulSet", r.Server, what)
 	}
 	logger := klog.FromContext(ctx).WithValues("server", r.Server, "phase", r.Phase)
 	c.recordRemovalPhase(nc, r)
@@ -93,21 +98,18 @@ func (c *Controller) recordRemovalPhase(nc *clusterv1beta1.NatsCluster, r *rollo
 			return
 		}
 	}
-	c.recorder.Eventf(nc, corev1.EventTypeNormal, clusterv1beta1.EventServerRemoval, "Removing %s: %s", r.Server, r.Phase)
+	verb := "Removing"
+	if r.Replace {
+		verb = "Replacing"
+	}
+	c.recorder.Eventf(nc, corev1.EventTypeNormal, clusterv1beta1.EventServerRemoval, "%s %s: %s", verb, r.Server, r.Phase)
 }
 
 // deleteServerObjects deletes a removed server's ConfigMap and claim, then
 // its StatefulSet.
 func (c *Controller) deleteServerObjects(ctx context.Context, nc *clusterv1beta1.NatsCluster, so *serverObjects) error {
 	want := render.ServerLabels(nc.Name, so.ordinal)
-	labelled := func(l map[string]string) bool {
-		for k, v := range want {
-			if l[k] != v {
-				return false
-			}
-		}
-		return true
-	}
+	labelled := func(l map[string]string) bool { return hasLabels(l, want) }
 	del := func(kind string, obj metav1.Object, do func(metav1.DeleteOptions) error, resource string) error {
 		uid := obj.GetUID()
 		err := do(metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
@@ -124,18 +126,8 @@ func (c *Controller) deleteServerObjects(ctx context.Context, nc *clusterv1beta1
 			return err
 		}
 	}
-	claimName := render.DataVolumeName + "-" + render.PodName(nc.Name, so.ordinal)
-	claim, err := c.kubeClient.CoreV1().PersistentVolumeClaims(nc.Namespace).Get(ctx, claimName, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-	case err != nil:
-		return fmt.Errorf("reading PersistentVolumeClaim %s/%s: %w", nc.Namespace, claimName, err)
-	case labelled(claim.Labels):
-		if err := del("PersistentVolumeClaim", claim, func(o metav1.DeleteOptions) error {
-			return c.kubeClient.CoreV1().PersistentVolumeClaims(claim.Namespace).Delete(ctx, claim.Name, o)
-		}, "persistentvolumeclaims"); err != nil {
-			return err
-		}
+	if err := c.deleteClaim(ctx, nc, so.ordinal); err != nil {
+		return err
 	}
 	sts := so.statefulSet
 	if err := del("StatefulSet", sts, func(o metav1.DeleteOptions) error {
@@ -143,6 +135,39 @@ func (c *Controller) deleteServerObjects(ctx context.Context, nc *clusterv1beta1
 	}, "statefulsets"); err != nil {
 		return err
 	}
-	c.recorder.Eventf(nc, corev1.EventTypeNormal, clusterv1beta1.EventServerRemoval, "Removed %s: its JetStream peer, StatefulSet, ConfigMap and claim %s are gone", so.name, claimName)
+	c.recorder.Eventf(nc, corev1.EventTypeNormal, clusterv1beta1.EventServerRemoval, "Removed %s: its JetStream peer, StatefulSet, ConfigMap and claim %s are gone", so.name, claimName(nc, so.ordinal))
 	return nil
+}
+
+// deleteClaim deletes a server's claim, if it is labelled as that server's,
+// with its UID as a precondition.
+func (c *Controller) deleteClaim(ctx context.Context, nc *clusterv1beta1.NatsCluster, ordinal int32) error {
+	name := claimName(nc, ordinal)
+	claims := c.kubeClient.CoreV1().PersistentVolumeClaims(nc.Namespace)
+	claim, err := claims.Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading PersistentVolumeClaim %s/%s: %w", nc.Namespace, name, err)
+	case !hasLabels(claim.Labels, render.ServerLabels(nc.Name, ordinal)) || claim.DeletionTimestamp != nil:
+		return nil
+	}
+	uid := claim.UID
+	err = claims.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	c.countWrite("persistentvolumeclaims", "delete")
+	if err != nil && !apierrors.IsNotFound(err) {
+		return writeError("deleting", "PersistentVolumeClaim", claim, err)
+	}
+	return nil
+}
+
+// hasLabels says whether l carries every label of want.
+func hasLabels(l, want map[string]string) bool {
+	for k, v := range want {
+		if l[k] != v {
+			return false
+		}
+	}
+	return true
 }

@@ -42,6 +42,14 @@ func (c *Controller) createServers(ctx context.Context, st *clusterState, out *r
 			}
 		}
 		if so.statefulSet == nil {
+			if wait, err := c.claimStillGoing(ctx, st.nc, so, target.StatefulSet); err != nil || wait {
+				// The new server's claim must be a new one: its StatefulSet
+				// waits until the old claim (a replacement's) is gone.
+				if err == nil {
+					klog.FromContext(ctx).V(2).Info("Waiting for the old claim to go before creating the server", "server", so.name)
+				}
+				return err
+			}
 			sts, err := c.createStatefulSet(ctx, target.StatefulSet)
 			if err != nil {
 				return err

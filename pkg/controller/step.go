@@ -10,7 +10,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
@@ -40,8 +39,9 @@ func (c *Controller) observeTarget(st *clusterState) observe.Target {
 }
 
 // planInput turns what the sync gathered, rendered and observed into the
-// planner's input. out is nil when st.blocked is set.
-func (c *Controller) planInput(st *clusterState, out *render.Output, snap *observe.Snapshot, now metav1.Time) rollout.Input {
+// planner's input. out is nil when st.blocked is set. The error (reading a
+// claim or a storage class) is one to retry.
+func (c *Controller) planInput(ctx context.Context, st *clusterState, out *render.Output, snap *observe.Snapshot, now metav1.Time) (rollout.Input, error) {
 	nc := st.nc
 	in := rollout.Input{
 		Cluster:     nc.Name,
@@ -51,12 +51,14 @@ func (c *Controller) planInput(st *clusterState, out *render.Output, snap *obser
 		Now:         now,
 		Blocked:     st.blocked,
 		Deleting:    nc.DeletionTimestamp != nil,
+		DeleteClaims: nc.Spec.JetStream != nil && nc.Spec.JetStream.VolumeClaimTemplate != nil &&
+			nc.Spec.JetStream.VolumeClaimTemplate.WhenDeleted == clusterv1beta1.ClaimDelete,
 		// Observed even when blocked: a cluster being deleted is released
 		// by the streams it holds.
 		Observation: observation(snap),
 	}
 	if out == nil {
-		return in
+		return in, nil
 	}
 	in.TargetRevision = out.Revision
 	in.Target = rollout.ConfigFacts(out.Servers[0].Facts)
@@ -89,7 +91,9 @@ func (c *Controller) planInput(st *clusterState, out *render.Output, snap *obser
 			s.Reload = parseReload(&sts.ObjectMeta)
 			s.Stopped = stopped(sts)
 			s.EphemeralStore = len(sts.Spec.VolumeClaimTemplates) == 0
-			s.ClaimTemplateDiffers = !apiequality.Semantic.DeepEqual(sts.Spec.VolumeClaimTemplates, target.StatefulSet.Spec.VolumeClaimTemplates)
+			if err := c.claimChange(ctx, nc, &so, target.StatefulSet, &s); err != nil {
+				return in, err
+			}
 			var conf []byte
 			if so.configMap != nil {
 				conf = []byte(so.configMap.Data[render.ConfigKey])
@@ -108,7 +112,7 @@ func (c *Controller) planInput(st *clusterState, out *render.Output, snap *obser
 	}
 	st.reloadVia, in.CanReload, in.NoReload = c.reloadAccess(st, &in)
 	in.ReloadTimeout = c.reloadTimeout
-	return in
+	return in, nil
 }
 
 // stopped says a server's StatefulSet is scaled to 0.
@@ -182,8 +186,11 @@ func (c *Controller) executeStep(ctx context.Context, st *clusterState, out *ren
 		if err := c.removeServer(ctx, st, step); err != nil {
 			return err
 		}
+	case rollout.ExpandClaim:
+		if err := c.expandClaim(ctx, st, out, step); err != nil {
+			return err
+		}
 	default:
-		// ReplaceServer is not planned yet.
 		return fmt.Errorf("the planner asked for a %s step, which this controller does not execute", step.Kind)
 	}
 	c.metrics.Steps.WithLabelValues(string(step.Kind)).Inc()
@@ -254,6 +261,16 @@ func (c *Controller) clearAnnotations(ctx context.Context, nc *clusterv1beta1.Na
 		return nil, fmt.Errorf("clearing annotations %v of NatsCluster %s: %w", keys, klog.KObj(nc), err)
 	}
 	klog.FromContext(ctx).V(2).Info("Cleared one-shot annotations", "annotations", keys)
+	return patched, nil
+}
+
+// setAnnotations sets the controller's own marks on a NatsCluster.
+func (c *Controller) setAnnotations(ctx context.Context, nc *clusterv1beta1.NatsCluster, set map[string]string) (*clusterv1beta1.NatsCluster, error) {
+	patched, err := c.patchMetadata(ctx, nc, "annotations", set)
+	if err != nil {
+		return nil, fmt.Errorf("setting annotations %v of NatsCluster %s: %w", set, klog.KObj(nc), err)
+	}
+	klog.FromContext(ctx).V(2).Info("Set annotations", "annotations", set)
 	return patched, nil
 }
 

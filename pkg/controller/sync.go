@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -80,12 +81,16 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	}
 	out := c.renderTarget(st)
 	snap := c.observer.Observe(ctx, c.observeTarget(st))
-	decision := rollout.Plan(c.planInput(st, out, snap, metav1.Now()))
+	in, err := c.planInput(ctx, st, out, snap, metav1.Now())
+	if err != nil {
+		return 0, err
+	}
+	decision := rollout.Plan(in)
 
 	// Write.
 	if decision.ReleaseFinalizer {
 		// The NatsCluster goes: no status to write.
-		return 0, c.releaseFinalizer(ctx, nc, decision)
+		return 0, c.releaseFinalizer(ctx, st, decision)
 	}
 	nc, refused, err := c.write(ctx, st, out, decision)
 	if err != nil {
@@ -158,7 +163,17 @@ func (c *Controller) renderTarget(st *clusterState) *render.Output {
 
 // releaseFinalizer removes the finalizer the planner released, so that the
 // deletion goes on; the Event says why it was released.
-func (c *Controller) releaseFinalizer(ctx context.Context, nc *clusterv1beta1.NatsCluster, d rollout.Decision) error {
+func (c *Controller) releaseFinalizer(ctx context.Context, st *clusterState, d rollout.Decision) error {
+	nc := st.nc
+	if d.DeleteClaims {
+		// Before the finalizer goes: afterwards nothing would delete them.
+		for _, so := range append(slices.Clone(st.servers), st.extra...) {
+			if err := c.deleteClaim(ctx, nc, so.ordinal); err != nil {
+				return err
+			}
+		}
+		c.recorder.Eventf(nc, corev1.EventTypeNormal, clusterv1beta1.ReasonDeleting, "Deleting the claims of %d servers: spec.jetstream.volumeClaimTemplate.whenDeleted is Delete", len(st.servers)+len(st.extra))
+	}
 	if _, err := c.removeFinalizer(ctx, nc); err != nil {
 		return err
 	}
@@ -213,6 +228,14 @@ func (c *Controller) write(ctx context.Context, st *clusterState, out *render.Ou
 	if err := c.ensureSharedObjects(ctx, nc, st.shared); err != nil {
 		msg, err := refused(err)
 		return nc, msg, err
+	}
+	if len(d.Annotate) > 0 {
+		// Before the servers it marks are created.
+		patched, err := c.setAnnotations(ctx, nc, d.Annotate)
+		if err != nil {
+			return nc, "", err
+		}
+		nc, st.nc = patched, patched
 	}
 	if err := c.createServers(ctx, st, out, d.Create); err != nil {
 		msg, err := refused(err)

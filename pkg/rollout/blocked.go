@@ -1,11 +1,7 @@
 package rollout
 
 import (
-	"fmt"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
 )
 
 // atTarget says a server's objects are at the target: its ConfigMap holds
@@ -40,28 +36,4 @@ func blocked(b *Blocked) Decision {
 		Hold:        &Hold{Reason: b.Reason, Message: msg},
 		Progressing: condition(metav1.ConditionFalse, b.Reason, msg),
 	})
-}
-
-// unsupported holds a change no step can make, before any server is
-// touched or created, rather than half-making it: another volume claim
-// template (a StatefulSet's claim templates are immutable, so a restart
-// would not apply it).
-func (p *planner) unsupported() (Decision, bool) {
-	msg := ""
-	for _, s := range p.servers {
-		if s.Created && s.ClaimTemplateDiffers {
-			msg = fmt.Sprintf("spec.jetstream.volumeClaimTemplate differs from the claim server %s was created with, and a StatefulSet's claim templates cannot change: revert it, or recreate the NatsCluster (and its PersistentVolumeClaims) to use the new one",
-				s.Name)
-			break
-		}
-	}
-	if msg == "" {
-		return Decision{}, false
-	}
-	msg += "; no server was changed"
-	return finish(Decision{
-		Hold:        &Hold{Reason: clusterv1beta1.ReasonUnsupportedChange, Message: msg},
-		Changes:     p.changes,
-		Progressing: condition(metav1.ConditionFalse, clusterv1beta1.ReasonUnsupportedChange, msg),
-	}), true
 }

@@ -67,15 +67,6 @@ func TestPlanHoldsWhatNoStepCanMake(t *testing.T) {
 			reason:  clusterv1beta1.ReasonInvalidSpec,
 			message: "unknown access mode; no server was changed",
 		},
-		{
-			name: "another claim template is held: claim templates are immutable",
-			in: cluster(3, func(in *Input) {
-				server(in, "demo-1").ClaimTemplateDiffers = true
-				in.Servers = append(in.Servers, ServerState{Name: "demo-3", Ordinal: 3})
-			}),
-			reason:  clusterv1beta1.ReasonUnsupportedChange,
-			message: "spec.jetstream.volumeClaimTemplate differs from the claim server demo-1 was created with",
-		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

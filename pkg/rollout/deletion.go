@@ -25,6 +25,7 @@ func deleting(in *Input) Decision {
 	if _, ok := in.Annotations[clusterv1beta1.AnnotationForceDelete]; ok {
 		return finish(Decision{
 			ReleaseFinalizer: true,
+			DeleteClaims:     in.DeleteClaims,
 			Progressing: condition(metav1.ConditionFalse, clusterv1beta1.ReasonDeleting,
 				fmt.Sprintf("deleting NatsCluster %s: %s is set", in.Cluster, clusterv1beta1.AnnotationForceDelete)),
 		})
@@ -33,11 +34,12 @@ func deleting(in *Input) Decision {
 	if obs.Observed && len(obs.Streams) == 0 {
 		return finish(Decision{
 			ReleaseFinalizer: true,
+			DeleteClaims:     in.DeleteClaims,
 			Progressing: condition(metav1.ConditionFalse, clusterv1beta1.ReasonDeleting,
 				fmt.Sprintf("deleting NatsCluster %s: JetStream holds no streams", in.Cluster)),
 		})
 	}
-	msg := deletingMessage(in.Cluster, obs)
+	msg := deletingMessage(in.Cluster, obs, in.DeleteClaims)
 	return finish(Decision{
 		Hold:        &Hold{Reason: clusterv1beta1.ReasonDeleting, Message: msg, WaitingFor: clusterv1beta1.AnnotationForceDelete},
 		Progressing: condition(metav1.ConditionFalse, clusterv1beta1.ReasonDeleting, msg),
@@ -47,10 +49,11 @@ func deleting(in *Input) Decision {
 // deletingMessage is the message of a held deletion: "deleting NatsCluster
 // demo waits: JetStream holds 2 streams ($G/ONE, $G/ORDERS); back them up or
 // delete them, or annotate cluster.nats-operator.io/force-delete to delete
-// the cluster and its servers anyway (the claims are kept)"; when the
+// the cluster and its servers anyway (the claims are kept)" (or "(and
+// their claims: ...)" when they go too); when the
 // cluster is not observed, "cannot tell whether JetStream holds streams
 // (<why>)" in place of the streams.
-func deletingMessage(cluster string, obs Observation) string {
+func deletingMessage(cluster string, obs Observation, deleteClaims bool) string {
 	what := ""
 	if obs.Observed {
 		streams := sortedStreams(obs.Streams)
@@ -62,8 +65,12 @@ func deletingMessage(cluster string, obs Observation) string {
 		}
 		what = fmt.Sprintf("cannot tell whether JetStream holds streams (%s)", why)
 	}
-	return fmt.Sprintf("deleting NatsCluster %s waits: %s; back them up or delete them, or annotate %s to delete the cluster and its servers anyway (the claims are kept)",
-		cluster, what, clusterv1beta1.AnnotationForceDelete)
+	claims := "the claims are kept"
+	if deleteClaims {
+		claims = "and their claims: spec.jetstream.volumeClaimTemplate.whenDeleted is Delete"
+	}
+	return fmt.Sprintf("deleting NatsCluster %s waits: %s; back them up or delete them, or annotate %s to delete the cluster and its servers anyway (%s)",
+		cluster, what, clusterv1beta1.AnnotationForceDelete, claims)
 }
 
 // nameStreams names up to MaxNamedStreams streams as account/name, the way

@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -156,5 +157,25 @@ func TestDeletingMessageNamesTheStreamsAndTheWayOut(t *testing.T) {
 				t.Errorf("message\n  %s\nwant\n  %s", got, tt.want)
 			}
 		})
+	}
+}
+
+// whenDeleted: Delete deletes the claims with the finalizer's release, and
+// the hold says so; the default keeps them.
+func TestDeletionDeletesClaimsOnlyWhenAskedTo(t *testing.T) {
+	for _, del := range []bool{false, true} {
+		empty := cluster(3, deletingCluster, func(in *Input) { in.DeleteClaims = del })
+		if d := Plan(empty); !d.ReleaseFinalizer || d.DeleteClaims != del {
+			t.Errorf("whenDeleted Delete=%v, empty cluster: release %v, delete claims %v", del, d.ReleaseFinalizer, d.DeleteClaims)
+		}
+		held := cluster(3, deletingCluster, streams(StreamRef{Account: GlobalAccount, Name: "ORDERS"}), func(in *Input) { in.DeleteClaims = del })
+		d := Plan(held)
+		want := "(the claims are kept)"
+		if del {
+			want = "(and their claims: spec.jetstream.volumeClaimTemplate.whenDeleted is Delete)"
+		}
+		if d.ReleaseFinalizer || d.DeleteClaims || !strings.HasSuffix(d.Progressing.Message, want) {
+			t.Errorf("whenDeleted Delete=%v, held: release %v, delete claims %v, message %q, want it to end %q", del, d.ReleaseFinalizer, d.DeleteClaims, d.Progressing.Message, want)
+		}
 	}
 }

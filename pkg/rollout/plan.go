@@ -9,7 +9,12 @@ package rollout
 //	                                                       is observed holding no streams, else Hold Deleting
 //	                                                       (False); never a step or a server created (deletion.go)
 //	Blocked (reference, trust, spec, object in the way) ─> Hold with its reason (False; nothing created or touched)
-//	servers beyond spec.replicas, or a claim template ─────> Hold UnsupportedChange (False; nothing created or touched)
+//	servers beyond spec.replicas ──────────────────────> one phase of removing the highest (scaledown.go):
+//	                                                       RemoveServer step, or Hold ScalingDown / ScaleDownBlocked
+//	replace-server, or a claim template to replace ────> one phase of replacing the server (replace.go):
+//	                                                       RemoveServer step, create it again, wait until it
+//	                                                       rejoined; Hold ReplacingServer / ReplaceBlocked
+//	a claim to grow (class allows expansion) ──────────> ExpandClaim step, or Hold ExpandingStorage (claims.go)
 //	   │ otherwise: servers not created yet go in Decision.Create (any state below)
 //	   ▼
 //	                     +-------------------------------+
@@ -97,10 +102,13 @@ func Plan(in Input) Decision {
 		return blocked(in.Blocked)
 	}
 	p := newPlanner(&in)
-	if d, ok := p.unsupported(); ok {
+	if d, ok := p.scaleDown(); ok {
 		return d
 	}
-	if d, ok := p.scaleDown(); ok {
+	if d, ok := p.replace(); ok {
+		return d
+	}
+	if d, ok := p.expandClaims(); ok {
 		return d
 	}
 	if len(p.need) == 0 {
@@ -625,7 +633,7 @@ func (p *planner) decision(d Decision) Decision {
 		r.RestartReason = prev.RestartReason
 	}
 	if len(p.clear) > 0 {
-		d.ClearAnnotations = sortedCopy(p.clear)
+		d.ClearAnnotations = sortedCopy(append(d.ClearAnnotations, p.clear...))
 	}
 	d.Create = p.create
 	return finish(d)
@@ -646,12 +654,14 @@ func finish(d Decision) Decision {
 
 // Notifies says whether a Progressing reason is a hold that needs the
 // user's attention, so an Event marks its start and end: every hold but
-// waiting for the gate (RollingRestart, Reloading, ScalingUp, ScalingDown),
+// waiting for the gate or for NATS (RollingRestart, Reloading, ScalingUp,
+// ScalingDown, ReplacingServer, ExpandingStorage),
 // and no state that is not a hold. Deleting is a hold: the deletion waits
 // for the user to delete the streams or annotate force-delete.
 func Notifies(reason string) bool {
 	switch reason {
 	case clusterv1beta1.ReasonRollingRestart, clusterv1beta1.ReasonReloading, clusterv1beta1.ReasonScalingUp, clusterv1beta1.ReasonScalingDown,
+		clusterv1beta1.ReasonReplacingServer, clusterv1beta1.ReasonExpandingStorage,
 		clusterv1beta1.ReasonUpToDate, clusterv1beta1.ReasonCreating, "":
 		return false
 	}

@@ -40,106 +40,161 @@ func (p *planner) scaleDown() (Decision, bool) {
 	}
 	extra := slices.Clone(p.in.ExtraServers)
 	slices.SortFunc(extra, func(a, b ServerState) int { return cmp.Compare(b.Ordinal, a.Ordinal) })
-	x := extra[0]
-	obs := &p.in.Observation
 	n := len(p.servers)
-	queue := names(extra)
+	return p.takeOut(takeOut{
+		server: extra[0],
+		stay:   n,
+		doing: func(what string) string {
+			return fmt.Sprintf("removing %s (%s to remove): %s", extra[0].Name, strings.Join(names(extra), ", "), what)
+		},
+		reason:        clusterv1beta1.ReasonScalingDown,
+		blockedReason: clusterv1beta1.ReasonScaleDownBlocked,
+		blockedWhat:   "scale-down",
+		undo:          fmt.Sprintf("set spec.replicas back to %d", n+len(extra)),
+	}), true
+}
 
-	var holding []string
+// takeOut is a server leaving the cluster: beyond spec.replicas
+// (scaleDown), or to be created again empty (replace).
+type takeOut struct {
+	server ServerState
+	// stay is how many servers remain while it is out.
+	stay int
+	// replace: it is a server of the spec, created again once removed. Its
+	// stream and consumer groups that span every server cannot move (no
+	// server is left to take them); they go on without it if the rest keep
+	// a quorum, and get it back when it rejoins.
+	replace bool
+	// doing says what the removal does, for the Progressing message.
+	doing func(what string) string
+	// reason and blockedReason are the Progressing reasons while it moves
+	// and when it holds; blockedWhat names the operation in a hold
+	// ("scale-down"); undo is the way back a hold names.
+	reason, blockedReason, blockedWhat, undo string
+}
+
+// movable says whether a group that lists the leaving server can be moved
+// off it: another server that stays does not hold it yet.
+func (t takeOut) movable(a Asset) bool {
+	return !t.replace || len(a.Members) <= t.stay
+}
+
+// takeOut derives the phase of a server leaving the cluster and takes it,
+// or holds.
+func (p *planner) takeOut(t takeOut) Decision {
+	x := t.server
+	obs := &p.in.Observation
+	var holding, stuck []string
 	for _, a := range sortedAssets(obs.Assets) {
-		if slices.Contains(a.Members, x.Name) {
+		if !slices.Contains(a.Members, x.Name) {
+			continue
+		}
+		if t.movable(a) {
 			holding = append(holding, assetName(a))
+		} else {
+			stuck = append(stuck, assetName(a))
 		}
 	}
 	inMeta := slices.Contains(obs.MetaMembers, x.Name)
 	running := !x.Stopped || x.PodExists
+	step := func(phase clusterv1beta1.RemovalPhase, successor, what string) Decision {
+		return p.removalStep(t, phase, successor, what)
+	}
 
 	if !running {
 		switch {
 		case len(holding) > 0:
-			return p.scaleDownBlocked(fmt.Sprintf("%s is stopped but still holds replicas of %s: set spec.replicas back to %d to start it and let the removal move them",
-				x.Name, describeNames(holding), n+len(extra)), x.Name), true
+			return p.takeOutBlocked(t, fmt.Sprintf("%s is stopped but still holds replicas of %s: %s to start it and let the %s move them",
+				x.Name, describeNames(holding), t.undo, t.blockedWhat))
 		case !obs.Observed || obs.MetaLeader == "":
-			return p.scaleDownWait(x.Name, queue, clusterv1beta1.RemovalRemovingPeer, "waiting for the JetStream meta group to be observed with a leader"), true
+			return p.takeOutWait(t, clusterv1beta1.RemovalRemovingPeer, "waiting for the JetStream meta group to be observed with a leader")
 		case inMeta:
 			if !p.in.CanReload {
-				return p.scaleDownBlocked("removing "+x.Name+" from the JetStream meta group needs $SYS: "+p.in.NoReload, x.Name), true
+				return p.takeOutBlocked(t, "removing "+x.Name+" from the JetStream meta group needs $SYS: "+p.in.NoReload)
 			}
-			return p.removalStep(x.Name, queue, clusterv1beta1.RemovalRemovingPeer, "", "removing it from the JetStream meta group"), true
+			return step(clusterv1beta1.RemovalRemovingPeer, "", "removing it from the JetStream meta group")
 		default:
-			return p.removalStep(x.Name, queue, clusterv1beta1.RemovalDeleting, "", "deleting its ConfigMap, claim and StatefulSet"), true
+			return step(clusterv1beta1.RemovalDeleting, "", "deleting its ConfigMap, claim and StatefulSet")
 		}
 	}
 
 	// Running: nothing is touched before these hold.
 	var tooMany []string
 	for _, a := range sortedAssets(obs.Assets) {
-		if len(a.Members) > n {
+		switch {
+		case !t.replace && len(a.Members) > t.stay:
+			tooMany = append(tooMany, fmt.Sprintf("%s (%d replicas)", assetName(a), len(a.Members)))
+		case t.replace && slices.Contains(stuck, assetName(a)) && len(a.Members) < 3:
+			// Without the leaving server, fewer than 2 of its copies: no
+			// quorum (R2), or none at all (R1 on a 1-server cluster).
 			tooMany = append(tooMany, fmt.Sprintf("%s (%d replicas)", assetName(a), len(a.Members)))
 		}
 	}
 	if len(tooMany) > 0 {
-		return p.scaleDownBlocked(fmt.Sprintf("%s %s more replicas than the %d %s spec.replicas leaves: lower them (nats stream edit <stream> --replicas %d) or set spec.replicas back to %d",
-			describeNames(tooMany), hasHave(len(tooMany)), n, plural(n, "server", "servers"), n, n+len(extra)), x.Name), true
+		if t.replace {
+			return p.takeOutBlocked(t, fmt.Sprintf("%s %s a replica on every server, and without %s %s no quorum: add a server (spec.replicas %d) so it can move, or remove the annotation %s",
+				describeNames(tooMany), hasHave(len(tooMany)), x.Name, plural(len(tooMany), "it keeps", "they keep"), t.stay+2, clusterv1beta1.AnnotationReplaceServer))
+		}
+		return p.takeOutBlocked(t, fmt.Sprintf("%s %s more replicas than the %d %s spec.replicas leaves: lower them (nats stream edit <stream> --replicas %d) or %s",
+			describeNames(tooMany), hasHave(len(tooMany)), t.stay, plural(t.stay, "server", "servers"), t.stay, t.undo))
 	}
 	if !p.in.CanReload {
-		return p.scaleDownBlocked("removing "+x.Name+" needs $SYS to move its replicas and remove its JetStream peer: "+p.in.NoReload, x.Name), true
+		return p.takeOutBlocked(t, "removing "+x.Name+" needs $SYS to move its replicas and remove its JetStream peer: "+p.in.NoReload)
 	}
 	if obs.Observed && obs.MetaLeader == x.Name && len(holding) == 0 {
 		// No gate: a leader handing over is what the gate waits for anyway.
-		return p.removalStep(x.Name, queue, clusterv1beta1.RemovalSteppingDown, p.successor(), "handing JetStream meta leadership over"), true
+		return step(clusterv1beta1.RemovalSteppingDown, p.successor(x.Name), "handing JetStream meta leadership over")
 	}
 	gate := evaluateGate(p.in, p.servers)
 	phase, what := clusterv1beta1.RemovalStopping, "stopping it"
+	if len(stuck) > 0 {
+		what += fmt.Sprintf(" (%s %s a replica on every server and %s on without it)", describeNames(stuck), hasHave(len(stuck)), plural(len(stuck), "goes", "go"))
+	}
 	if len(holding) > 0 {
 		phase, what = clusterv1beta1.RemovalEvacuating, fmt.Sprintf("moving its replicas of %s to the other servers", describeNames(holding))
 	}
 	if !gate.open() {
-		return p.scaleDownWait(x.Name, queue, phase, what+"; waiting for "+gate.waitingFor+": "+gate.detail), true
+		return p.takeOutWait(t, phase, what+"; waiting for "+gate.waitingFor+": "+gate.detail)
 	}
-	return p.removalStep(x.Name, queue, phase, "", what), true
+	return step(phase, "", what)
 }
 
 // successor is the server the leaving meta leader should hand over to: the
-// lowest ordinal of the spec that is a current member.
-func (p *planner) successor() string {
+// lowest ordinal of the spec, other than the one leaving, that is a current
+// member.
+func (p *planner) successor(leaving string) string {
 	for _, s := range p.servers {
-		if slices.Contains(p.in.Observation.MetaCurrent, s.Name) {
+		if s.Name != leaving && slices.Contains(p.in.Observation.MetaCurrent, s.Name) {
 			return s.Name
 		}
 	}
 	return ""
 }
 
-func (p *planner) removalStep(server string, queue []string, phase clusterv1beta1.RemovalPhase, successor, what string) Decision {
-	msg := removalMessage(server, queue, what)
+func (p *planner) removalStep(t takeOut, phase clusterv1beta1.RemovalPhase, successor, what string) Decision {
+	msg := t.doing(what)
 	return p.decision(Decision{
-		Step:        &Step{Kind: RemoveServer, Remove: &RemoveServerStep{Server: server, Phase: phase, Successor: successor}},
-		Removals:    []clusterv1beta1.ServerRemoval{{Server: server, Phase: phase}},
-		Progressing: condition(metav1.ConditionTrue, clusterv1beta1.ReasonScalingDown, msg),
+		Step:        &Step{Kind: RemoveServer, Remove: &RemoveServerStep{Server: t.server.Name, Phase: phase, Successor: successor, Replace: t.replace}},
+		Removals:    []clusterv1beta1.ServerRemoval{{Server: t.server.Name, Phase: phase, Replace: t.replace}},
+		Progressing: condition(metav1.ConditionTrue, t.reason, msg),
 	})
 }
 
-func (p *planner) scaleDownWait(server string, queue []string, phase clusterv1beta1.RemovalPhase, what string) Decision {
-	msg := removalMessage(server, queue, what)
+func (p *planner) takeOutWait(t takeOut, phase clusterv1beta1.RemovalPhase, what string) Decision {
+	msg := t.doing(what)
 	return p.decision(Decision{
-		Hold:        &Hold{Reason: clusterv1beta1.ReasonScalingDown, Message: msg},
-		Removals:    []clusterv1beta1.ServerRemoval{{Server: server, Phase: phase}},
-		Progressing: condition(metav1.ConditionTrue, clusterv1beta1.ReasonScalingDown, msg),
+		Hold:        &Hold{Reason: t.reason, Message: msg},
+		Removals:    []clusterv1beta1.ServerRemoval{{Server: t.server.Name, Phase: phase, Replace: t.replace}},
+		Progressing: condition(metav1.ConditionTrue, t.reason, msg),
 	})
 }
 
-func (p *planner) scaleDownBlocked(msg, server string) Decision {
-	msg = "scale-down held before " + server + ": " + msg + "; no server was changed by this hold"
+func (p *planner) takeOutBlocked(t takeOut, msg string) Decision {
+	msg = t.blockedWhat + " held before " + t.server.Name + ": " + msg + "; no server was changed by this hold"
 	return p.decision(Decision{
-		Hold:        &Hold{Reason: clusterv1beta1.ReasonScaleDownBlocked, Message: msg},
-		Progressing: condition(metav1.ConditionFalse, clusterv1beta1.ReasonScaleDownBlocked, msg),
+		Hold:        &Hold{Reason: t.blockedReason, Message: msg},
+		Progressing: condition(metav1.ConditionFalse, t.blockedReason, msg),
 	})
-}
-
-// removalMessage: "removing demo-4 (demo-4, demo-3 to remove): stopping it".
-func removalMessage(server string, queue []string, what string) string {
-	return fmt.Sprintf("removing %s (%s to remove): %s", server, strings.Join(queue, ", "), what)
 }
 
 // assetName is "$G/ORDERS" or "$G/ORDERS/consumer".

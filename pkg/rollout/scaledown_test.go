@@ -120,7 +120,7 @@ func TestScaleDown(t *testing.T) {
 			name:   "a stopped server that still holds replicas is held: only starting it again gets them back",
 			in:     scaledDown(extra("demo-4", stoppedServer), group("ONE", "demo-4")),
 			reason: clusterv1beta1.ReasonScaleDownBlocked, status: metav1.ConditionFalse,
-			message: "scale-down held before demo-4: demo-4 is stopped but still holds replicas of $G/ONE: set spec.replicas back to 5 to start it and let the removal move them; no server was changed by this hold",
+			message: "scale-down held before demo-4: demo-4 is stopped but still holds replicas of $G/ONE: set spec.replicas back to 5 to start it and let the scale-down move them; no server was changed by this hold",
 		},
 	}
 	for _, tt := range tests {

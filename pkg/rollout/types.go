@@ -71,6 +71,10 @@ type Input struct {
 	// whether the finalizer may go (deletion.go).
 	Deleting bool
 
+	// DeleteClaims says the servers' claims go with a deleted NatsCluster
+	// (spec.jetstream.volumeClaimTemplate.whenDeleted: Delete).
+	DeleteClaims bool
+
 	// Paused is spec.rollout.paused.
 	Paused bool
 
@@ -124,8 +128,16 @@ type ServerState struct {
 	// for TargetRevision was added by this rollout.
 	CreatedFor string
 	// ClaimTemplateDiffers says the StatefulSet's volume claim templates
-	// differ from the target's: they are immutable, so no step applies them.
+	// differ from the target's in a way its claim cannot take in place
+	// (they are immutable): the server is replaced by one with the new
+	// claim (replace.go). A larger storage request the storage class can
+	// expand is ClaimExpansion instead, and one already expanded is no
+	// difference.
 	ClaimTemplateDiffers bool
+	// ClaimExpansion is set while the server's claim is smaller than the
+	// claim template's storage request and its storage class allows
+	// expansion: it is grown in place (ExpandClaim), no restart.
+	ClaimExpansion *ClaimExpansion
 	// Stopped says the server's StatefulSet is scaled to 0: a scale-down
 	// stopped it (or a user did).
 	Stopped bool
@@ -153,6 +165,18 @@ type ServerState struct {
 	// last given (its ConfigMap, which changes only at its own step). Ignored
 	// unless Created.
 	Running ConfigFacts
+}
+
+// ClaimExpansion is a claim growing in place.
+type ClaimExpansion struct {
+	// Size is the storage request it grows to, e.g. 2Gi.
+	Size string
+	// Requested says the claim's own request already is Size: the storage
+	// class (and then the kubelet, for the filesystem) is resizing it.
+	Requested bool
+	// Progress is what the claim reports, e.g. "1Gi of 2Gi, Resizing" or
+	// "FileSystemResizePending: waiting for the kubelet".
+	Progress string
 }
 
 // ReloadPhase is how far a server's config reload went.
@@ -258,13 +282,16 @@ const (
 	// the reload is in flight. Payload: Reload.
 	Reload StepKind = "Reload"
 	// RemoveServer takes one phase of removing a server beyond
-	// spec.replicas (scaledown.go): evacuate its stream and consumer
+	// spec.replicas (scaledown.go), or of replacing a server of the spec
+	// (replace.go, Remove.Replace): evacuate its stream and consumer
 	// replicas, step the meta leader down, stop it, remove its JetStream
-	// peer, delete its objects. Payload: Remove.
+	// peer, delete its objects. A replaced server is then created again
+	// (Decision.Create). Payload: Remove.
 	RemoveServer StepKind = "RemoveServer"
-	// ReplaceServer replaces a server's pod and volume with new ones. Payload:
-	// Replace. Not planned yet.
-	ReplaceServer StepKind = "ReplaceServer"
+	// ExpandClaim raises one server's PersistentVolumeClaim storage request
+	// to the claim template's, for its storage class to grow the volume in
+	// place; no pod restarts. Payload: Expand.
+	ExpandClaim StepKind = "ExpandClaim"
 )
 
 // ReloadStep is the payload of a Reload step.
@@ -287,11 +314,14 @@ type RemoveServerStep struct {
 	// Successor is the server the meta leader should hand over to
 	// (RemovalSteppingDown).
 	Successor string
+	// Replace says the server is a server of the spec, replaced: it is
+	// created again, empty, once its objects are gone.
+	Replace bool
 }
 
-// ReplaceServerStep is the payload of a ReplaceServer step.
-type ReplaceServerStep struct {
-	// Server is the server replaced.
+// ExpandClaimStep is the payload of an ExpandClaim step.
+type ExpandClaimStep struct {
+	// Server is the server whose claim grows.
 	Server string
 }
 
@@ -299,11 +329,11 @@ type ReplaceServerStep struct {
 type Step struct {
 	// Kind is what the step does.
 	Kind StepKind
-	// Reload, Remove and Replace are the payloads of those kinds; nil for a
+	// Reload, Remove and Expand are the payloads of those kinds; nil for a
 	// restart.
-	Reload  *ReloadStep
-	Remove  *RemoveServerStep
-	Replace *ReplaceServerStep
+	Reload *ReloadStep
+	Remove *RemoveServerStep
+	Expand *ExpandClaimStep
 
 	// The restart payload (RestartOne, RestartAll):
 
@@ -360,9 +390,16 @@ type Decision struct {
 	// (FinalizerStreams) so its deletion goes on: only while Deleting, when
 	// JetStream holds no streams or force-delete is set.
 	ReleaseFinalizer bool
+	// DeleteClaims says to delete the servers' claims before the finalizer
+	// goes (with ReleaseFinalizer, when Input.DeleteClaims).
+	DeleteClaims bool
 	// ClearAnnotations are one-shot annotations to remove: acted on with this
 	// step, or naming nothing left to do.
 	ClearAnnotations []string
+	// Annotate are annotations to set on the NatsCluster before any server
+	// is created or stepped: the controller's own marks (a replaced
+	// server's AnnotationReplaceRejoining).
+	Annotate map[string]string
 	// Changes are what differs between the running configs and the target,
 	// sorted; the controller may use them for status.config.restartReason.
 	Changes []Change

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/nats-operator/nats-operator/internal/poll"
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
@@ -134,12 +135,30 @@ func TestDeletingAClusterHoldingStreamsWaitsForForceDelete(t *testing.T) {
 
 // Deleting a NatsCluster whose JetStream holds no stream goes at once: the
 // controller releases its finalizer on the sync the deletion triggers, and
-// the NatsCluster is gone within 30 s.
+// the NatsCluster is gone within 30 s. Its claims go too, as its
+// volumeClaimTemplate says whenDeleted: Delete.
 func TestDeletingAnEmptyClusterGoesAtOnce(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	s := framework.StartStack(ctx, t)
-	settledCluster(ctx, t, s, "")
+	s.CreateNamespace(ctx, t, "nats")
+	s.ApplyExample(ctx, t, "nats", "natscluster-jetstream.yaml", func(o *unstructured.Unstructured) {
+		if o.GetKind() == "NatsCluster" {
+			_ = unstructured.SetNestedField(o.Object, string(clusterv1beta1.ClaimDelete), "spec", "jetstream", "volumeClaimTemplate", "whenDeleted")
+		}
+	})
+	s.WaitSettledUpToDate(ctx, t, "nats", "demo", 3*time.Minute)
 	deleteCluster(ctx, t, s)
 	waitClusterGone(ctx, t, s, 30*time.Second)
+	// whenDeleted: Delete. A claim goes once kube-controller-manager's
+	// pvc-protection controller has seen that no pod uses it.
+	for i := range 3 {
+		claim := fmt.Sprintf("data-demo-%d-0", i)
+		poll.Eventually(t, time.Minute, 250*time.Millisecond, "claim "+claim+" deleted", func() error {
+			if _, err := s.Kube.CoreV1().PersistentVolumeClaims("nats").Get(ctx, claim, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("still there (%v)", err)
+			}
+			return nil
+		})
+	}
 }

@@ -149,10 +149,20 @@ func TestScaleDownMovesEveryReplicaAndRemovesTheServers(t *testing.T) {
 // ORDERS, and returns a client of it.
 func fiveServers(ctx context.Context, t *testing.T, s *framework.Stack) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
+	return clusterOf(ctx, t, s, 5, nil)
+}
+
+// clusterOf brings up the example cluster with n servers (edit changes the
+// NatsCluster further) and an R3 stream ORDERS, and returns a client of it.
+func clusterOf(ctx context.Context, t *testing.T, s *framework.Stack, n int64, edit func(*unstructured.Unstructured)) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
 	s.CreateNamespace(ctx, t, "nats")
 	s.ApplyExample(ctx, t, "nats", "natscluster-jetstream.yaml", func(o *unstructured.Unstructured) {
 		if o.GetKind() == "NatsCluster" {
-			_ = unstructured.SetNestedField(o.Object, int64(5), "spec", "replicas")
+			_ = unstructured.SetNestedField(o.Object, n, "spec", "replicas")
+			if edit != nil {
+				edit(o)
+			}
 		}
 	})
 	s.WaitSettledUpToDate(ctx, t, "nats", "demo", 4*time.Minute)

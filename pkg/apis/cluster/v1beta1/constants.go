@@ -48,6 +48,22 @@ const (
 	// a step ("adding demo-3, demo-4 (5 servers), no running server
 	// restarts; waiting for MetaMembership").
 	ReasonScalingUp = "ScalingUp"
+	// ReasonReplacingServer: a server is being replaced by an empty one
+	// (AnnotationReplaceServer, or a claim template change its storage
+	// class cannot apply in place): its replicas move off, it is stopped
+	// and removed from the JetStream meta group, its claim and StatefulSet
+	// are deleted, and it is created again and catches up ("replacing
+	// demo-1: waiting for it to rejoin the JetStream meta group").
+	ReasonReplacingServer = "ReplacingServer"
+	// ReasonReplaceBlocked (False): a replacement cannot go on without the
+	// user: the annotation names no server of the cluster, a stream would
+	// lose its quorum or its only copy, or the controller has no system
+	// access.
+	ReasonReplaceBlocked = "ReplaceBlocked"
+	// ReasonExpandingStorage: a server's claim is being grown in place to
+	// the claim template's storage request (the storage class allows
+	// expansion), one server at a time; no pod restarts.
+	ReasonExpandingStorage = "ExpandingStorage"
 
 	ReasonUpToDate             = "UpToDate"
 	ReasonAuthChangeBlocked    = "AuthChangeBlocked"
@@ -111,6 +127,17 @@ const (
 	// the servers. Their PersistentVolumeClaims are kept (the claim
 	// templates retain them). Any value; it is read only while deleting.
 	AnnotationForceDelete = "cluster.nats-operator.io/force-delete"
+	// AnnotationReplaceServer replaces the named server (e.g. demo-1) by an
+	// empty one: its replicas move to the other servers, it is stopped and
+	// removed from the JetStream meta group, its claim and StatefulSet are
+	// deleted and created again, and the annotation is cleared once the new
+	// server has rejoined and caught up (ReasonReplacingServer).
+	AnnotationReplaceServer = "cluster.nats-operator.io/replace-server"
+	// AnnotationReplaceRejoining is the controller's own mark, set when the
+	// replaced server's objects are gone and it is created again: the
+	// server it names is the new, empty one, waiting to rejoin. Cleared
+	// with AnnotationReplaceServer.
+	AnnotationReplaceRejoining = "cluster.nats-operator.io/replace-server-rejoining"
 	// RestartAllResetJetStream is the value of AnnotationRestartAll that
 	// accepts leaving existing streams behind.
 	RestartAllResetJetStream = "reset-jetstream"

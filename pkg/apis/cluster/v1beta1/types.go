@@ -174,7 +174,26 @@ type VolumeClaimTemplate struct {
 	// +kubebuilder:validation:XValidation:rule="!has(self.volumeMode) || self.volumeMode == 'Filesystem'",message="must be Filesystem: the store is a mounted directory",fieldPath=".volumeMode"
 	// +kubebuilder:validation:XValidation:rule="!has(self.storageClassName) || self.storageClassName == '' || self.storageClassName.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="must be empty or a DNS subdomain (lower case letters, digits, '-' and '.')",fieldPath=".storageClassName"
 	Spec corev1.PersistentVolumeClaimSpec `json:"spec"`
+
+	// whenDeleted says what becomes of the servers' claims when the
+	// NatsCluster is deleted: Retain (the default) keeps them, as
+	// StatefulSet claims always are; Delete deletes them with the cluster,
+	// and with them every stream on them. It never changes a running
+	// server.
+	// +optional
+	WhenDeleted ClaimRetention `json:"whenDeleted,omitempty"`
 }
+
+// ClaimRetention is what becomes of the claims of a deleted NatsCluster.
+// +kubebuilder:validation:Enum=Retain;Delete
+type ClaimRetention string
+
+const (
+	// ClaimRetain keeps the claims (the default).
+	ClaimRetain ClaimRetention = "Retain"
+	// ClaimDelete deletes the claims with the NatsCluster.
+	ClaimDelete ClaimRetention = "Delete"
+)
 
 // EmbeddedObjectMetadata is the part of object metadata a template may set.
 type EmbeddedObjectMetadata struct {
@@ -312,8 +331,8 @@ type NatsClusterStatus struct {
 	// +optional
 	Rollout *RolloutStatus `json:"rollout,omitempty"`
 
-	// removals are the servers beyond spec.replicas being removed, with
-	// the phase each is in (one at a time).
+	// removals are the servers being removed (beyond spec.replicas) or
+	// replaced, with the phase each is in (one at a time).
 	// +optional
 	// +listType=atomic
 	Removals []ServerRemoval `json:"removals,omitempty"`
@@ -363,7 +382,7 @@ type ConfigStatus struct {
 }
 
 // RemovalPhase is how far the removal of a server went.
-// +kubebuilder:validation:Enum=Evacuating;SteppingDown;Stopping;RemovingPeer;Deleting
+// +kubebuilder:validation:Enum=Evacuating;SteppingDown;Stopping;RemovingPeer;Deleting;Rejoining
 type RemovalPhase string
 
 const (
@@ -380,6 +399,9 @@ const (
 	// RemovalDeleting: its ConfigMap, PersistentVolumeClaim and StatefulSet
 	// are deleted.
 	RemovalDeleting RemovalPhase = "Deleting"
+	// RemovalRejoining: a replaced server was created again, empty, and
+	// is rejoining the JetStream meta group and catching up.
+	RemovalRejoining RemovalPhase = "Rejoining"
 )
 
 // ServerRemoval is a server being removed.
@@ -388,6 +410,9 @@ type ServerRemoval struct {
 	Server string `json:"server"`
 	// phase is the phase it is in.
 	Phase RemovalPhase `json:"phase"`
+	// replace says the server is created again, empty, once removed.
+	// +optional
+	Replace bool `json:"replace,omitempty"`
 }
 
 // RolloutStatus is a rollout in flight or held.

@@ -43,8 +43,8 @@ type NatsClusterStatusApplyConfiguration struct {
 	Config *ConfigStatusApplyConfiguration `json:"config,omitempty"`
 	// rollout is present while a rollout is in flight or held.
 	Rollout *RolloutStatusApplyConfiguration `json:"rollout,omitempty"`
-	// removals are the servers beyond spec.replicas being removed, with
-	// the phase each is in (one at a time).
+	// removals are the servers being removed (beyond spec.replicas) or
+	// replaced, with the phase each is in (one at a time).
 	Removals []ServerRemovalApplyConfiguration `json:"removals,omitempty"`
 	// jetstream is what JetStream reports.
 	JetStream *JetStreamStatusApplyConfiguration `json:"jetstream,omitempty"`

@@ -31,6 +31,8 @@ type ServerRemovalApplyConfiguration struct {
 	Server *string `json:"server,omitempty"`
 	// phase is the phase it is in.
 	Phase *clusterv1beta1.RemovalPhase `json:"phase,omitempty"`
+	// replace says the server is created again, empty, once removed.
+	Replace *bool `json:"replace,omitempty"`
 }
 
 // ServerRemovalApplyConfiguration constructs a declarative configuration of the ServerRemoval type for use with
@@ -52,5 +54,13 @@ func (b *ServerRemovalApplyConfiguration) WithServer(value string) *ServerRemova
 // If called multiple times, the Phase field is set to the value of the last call.
 func (b *ServerRemovalApplyConfiguration) WithPhase(value clusterv1beta1.RemovalPhase) *ServerRemovalApplyConfiguration {
 	b.Phase = &value
+	return b
+}
+
+// WithReplace sets the Replace field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Replace field is set to the value of the last call.
+func (b *ServerRemovalApplyConfiguration) WithReplace(value bool) *ServerRemovalApplyConfiguration {
+	b.Replace = &value
 	return b
 }

@@ -19,6 +19,7 @@ limitations under the License.
 package v1beta1
 
 import (
+	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -33,6 +34,12 @@ type VolumeClaimTemplateApplyConfiguration struct {
 	// it. accessModes default to [ReadWriteOnce] when absent or empty;
 	// volumeMode must be Filesystem (the default).
 	Spec *v1.PersistentVolumeClaimSpec `json:"spec,omitempty"`
+	// whenDeleted says what becomes of the servers' claims when the
+	// NatsCluster is deleted: Retain (the default) keeps them, as
+	// StatefulSet claims always are; Delete deletes them with the cluster,
+	// and with them every stream on them. It never changes a running
+	// server.
+	WhenDeleted *clusterv1beta1.ClaimRetention `json:"whenDeleted,omitempty"`
 }
 
 // VolumeClaimTemplateApplyConfiguration constructs a declarative configuration of the VolumeClaimTemplate type for use with
@@ -54,5 +61,13 @@ func (b *VolumeClaimTemplateApplyConfiguration) WithMetadata(value *EmbeddedObje
 // If called multiple times, the Spec field is set to the value of the last call.
 func (b *VolumeClaimTemplateApplyConfiguration) WithSpec(value v1.PersistentVolumeClaimSpec) *VolumeClaimTemplateApplyConfiguration {
 	b.Spec = &value
+	return b
+}
+
+// WithWhenDeleted sets the WhenDeleted field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the WhenDeleted field is set to the value of the last call.
+func (b *VolumeClaimTemplateApplyConfiguration) WithWhenDeleted(value clusterv1beta1.ClaimRetention) *VolumeClaimTemplateApplyConfiguration {
+	b.WhenDeleted = &value
 	return b
 }
