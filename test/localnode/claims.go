@@ -53,6 +53,10 @@ func (n *Node) setUpClaim(ctx context.Context, ns, name string) error {
 		return err
 	}
 	if claim.Status.Phase == corev1.ClaimBound {
+		if wantsGrowth(claim) {
+			// As the kubelet expands a volume at mount (resize.go).
+			return n.growClaim(ctx, ns, name, true)
+		}
 		return nil
 	}
 	return n.bindClaim(ctx, claim, dir)
@@ -76,7 +80,7 @@ func (n *Node) bindClaim(ctx context.Context, claim *corev1.PersistentVolumeClai
 		class = *claim.Spec.StorageClassName
 	}
 	pv := &corev1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{Name: pvName, Labels: map[string]string{"localnode.nats-operator.io/node": n.opts.NodeName}},
+		ObjectMeta: metav1.ObjectMeta{Name: pvName, Labels: map[string]string{nodeLabel: n.opts.NodeName}},
 		Spec: corev1.PersistentVolumeSpec{
 			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: size},
 			AccessModes:                   modes,

@@ -50,6 +50,22 @@
 //     claim, sets the claim's volumeName and marks both Bound. A pod waits
 //     (ContainerCreating) until its claims, ConfigMaps and Secrets exist.
 //
+//   - Grows claims in place, as a CSI external-resizer and the kubelet do
+//     (resize.go). The API server lets a Bound claim's storage request grow
+//     only if its StorageClass has allowVolumeExpansion: true (the default
+//     PersistentVolumeClaimResize admission plugin). When a claim bound to
+//     one of this node's volumes requests more than status.capacity, the
+//     node writes, one step at a time: condition Resizing with
+//     allocatedResources and allocatedResourceStatuses
+//     ControllerResizeInProgress; the volume's spec.capacity;
+//     FileSystemResizePending with NodeResizePending; then, once a pod of
+//     this node uses the claim (at once if one runs, else when the next one
+//     mounts it, before its containers start), NodeResizeInProgress and
+//     finally status.capacity with the resize conditions and statuses
+//     cleared. Running containers are not restarted. kube-controller-manager's
+//     expand controller only records "waiting for an external controller to
+//     expand this PVC" for these hostPath volumes.
+//
 //   - Maps what only makes sense inside a pod to its local equivalent. In
 //     every .conf or .json file of a ConfigMap or Secret volume that parses
 //     as JSON, and in container commands, args, working dirs, exec hooks and

@@ -64,6 +64,10 @@ type Node struct {
 	secrets    listerscorev1.SecretLister
 	claims     listerscorev1.PersistentVolumeClaimLister
 
+	// resizeMu serialises claim growth (resize.go) between the resizer
+	// and pod workers mounting a claim.
+	resizeMu sync.Mutex
+
 	mu      sync.Mutex
 	workers map[types.UID]*podWorker
 	// finished holds the pods whose worker has ended, so late events do
@@ -173,7 +177,10 @@ func (n *Node) Start(startCtx context.Context) error {
 	}
 	n.factory.Core().V1().ConfigMaps().Informer()
 	n.factory.Core().V1().Secrets().Informer()
-	n.factory.Core().V1().PersistentVolumeClaims().Informer()
+	if err := n.startResizer(ctx); err != nil {
+		cancel()
+		return err
+	}
 	n.factory.Start(ctx.Done())
 	for typ, ok := range n.factory.WaitForCacheSync(startCtx.Done()) {
 		if !ok {

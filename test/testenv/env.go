@@ -346,6 +346,10 @@ func (e *Env) startAPIServer(ctx context.Context) error {
 		e.APIServerURL = "https://127.0.0.1:" + strconv.Itoa(port)
 		e.CAFile = filepath.Join(certDir, "apiserver.crt")
 		client = nil
+		// No --enable-admission-plugins or --disable-admission-plugins: the
+		// default set applies, as on a real cluster, among them
+		// PersistentVolumeClaimResize, which lets a claim grow only when its
+		// StorageClass allows expansion (test/localnode/resize.go).
 		return startProcess("kube-apiserver", e.Dir, filepath.Join(e.BinDir, "kube-apiserver"),
 			"--etcd-servers="+e.EtcdURL,
 			"--bind-address=127.0.0.1",
