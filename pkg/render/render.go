@@ -14,6 +14,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
@@ -181,7 +182,7 @@ func Render(in Input) (*Output, error) {
 			return nil, fmt.Errorf("render: encoding the config of %s: %w", ServerName(nc.Name, i), err)
 		}
 		sts := statefulSet(nc, i, "")
-		tmplRev, err := templateDigest(&sts.Spec)
+		tmplRev, err := templateDigest(claimsOfRunning(&sts.Spec, in.Running, i))
 		if err != nil {
 			return nil, fmt.Errorf("render: encoding the StatefulSet of %s: %w", ServerName(nc.Name, i), err)
 		}
@@ -278,6 +279,24 @@ func TemplateRevisionOf(sts *appsv1.StatefulSet) string {
 		return ""
 	}
 	return rev
+}
+
+// claimsOfRunning is the spec whose digest is a server's template revision:
+// for a server whose StatefulSet exists, with that StatefulSet's claim
+// templates, which no step can change (they are immutable). A claim
+// template change is applied by growing the claims or replacing the server
+// (pkg/rollout: claims.go, replace.go), never by a restart, so it must not
+// change the template revision. spec is not modified.
+func claimsOfRunning(spec *appsv1.StatefulSetSpec, running []RunningServer, ordinal int32) *appsv1.StatefulSetSpec {
+	for _, r := range running {
+		if r.Ordinal != ordinal || r.StatefulSet == nil || apiequality.Semantic.DeepEqual(r.StatefulSet.Spec.VolumeClaimTemplates, spec.VolumeClaimTemplates) {
+			continue
+		}
+		c := *spec
+		c.VolumeClaimTemplates = r.StatefulSet.Spec.VolumeClaimTemplates
+		return &c
+	}
+	return spec
 }
 
 // templateDigest is the digest of a StatefulSet spec without the revision

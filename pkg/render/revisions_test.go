@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
@@ -235,4 +236,33 @@ func withRestartRevision(sts *appsv1.StatefulSet, rev string) *appsv1.StatefulSe
 	c := sts.DeepCopy()
 	c.Spec.Template.Annotations[clusterv1beta1.AnnotationConfigRevision] = rev
 	return c
+}
+
+// Another claim template leaves a running server's template revision alone:
+// its StatefulSet's claim templates cannot change, so the change is made by
+// growing the claim or replacing the server, never by a restart. A server
+// without a StatefulSet gets the new claim template, and its revision says so.
+func TestAClaimTemplateChangeDoesNotChangeARunningServersTemplateRevision(t *testing.T) {
+	nc := rt.NewCluster("default", "demo", rt.JetStream(), rt.Claim("1Gi", ""))
+	before, err := render.Render(render.Input{Cluster: nc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	running := []render.RunningServer{{Ordinal: 0, StatefulSet: before.Servers[0].StatefulSet}, {Ordinal: 1, StatefulSet: before.Servers[1].StatefulSet}}
+	grown := rt.NewCluster("default", "demo", rt.JetStream(), rt.Claim("2Gi", ""))
+	after, err := render.Render(render.Input{Cluster: grown, Running: running})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if b, a := before.Servers[i].TemplateRevision, after.Servers[i].TemplateRevision; a != b {
+			t.Errorf("%s: template revision %s -> %s for a claim template change", after.Servers[i].Name, b, a)
+		}
+		if q := after.Servers[i].StatefulSet.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests[corev1.ResourceStorage]; q.String() != "2Gi" {
+			t.Errorf("%s: the target claim template asks for %s, want 2Gi", after.Servers[i].Name, q.String())
+		}
+	}
+	if b, a := before.Servers[2].TemplateRevision, after.Servers[2].TemplateRevision; a == b {
+		t.Errorf("demo-2 (no StatefulSet): template revision %s unchanged, want the new claim template in it", a)
+	}
 }
