@@ -28,7 +28,8 @@
 //     ConfigRevision from its ConfigMap (render.ReadConfig);
 //     RestartRevision from the pod template's config-revision annotation;
 //     TemplateRevision (render.TemplateRevisionOf) and TargetTemplateRevision
-//     (render's); ClaimTemplateDiffers; PodExists/PodReady from the pod;
+//     (render's); ClaimTemplateDiffers and ClaimExpansion (the claim
+//     against the claim template); PodExists/PodReady from the pod;
 //     Answered and ReportedRevision from the server's own report (/varz
 //     server_metadata.config_revision); Running: the facts of the config in
 //     the server's ConfigMap (it changes only at the server's own step).
@@ -55,8 +56,17 @@
 //     StatefulSet, write its ConfigMap, ask the server to reload (or, with
 //     Confirmed, record it Done; a refusal is recorded Refused with
 //     nats-server's words); Events ServerReloaded, ReloadRefused.
-//     RemoveServer, ReplaceServer are not planned yet; a controller refuses
-//     a kind it does not know. One step per sync.
+//     RemoveServer: one phase of removing a server beyond spec.replicas, or
+//     of replacing one (Remove.Replace): evacuate it, step the meta leader
+//     down, scale its StatefulSet to 0, remove its JetStream peer (scale-
+//     down only), delete its ConfigMap, claim and StatefulSet; Event
+//     ServerRemoval per phase. ExpandClaim: raise the server's claim's
+//     storage request to the claim template's. A controller refuses a kind
+//     it does not know. One step per sync.
+//   - Annotate: set these annotations (the controller's own marks) before
+//     creating servers or taking the step.
+//   - DeleteClaims (with ReleaseFinalizer): delete the servers' claims
+//     before the finalizer goes.
 //   - Hold: touch no server. Its Reason and Message are the Progressing
 //     condition's; when Notify, emit an Event when the hold starts or changes
 //     reason, and when a hold whose reason Notifies ends.

@@ -11,12 +11,24 @@ import (
 
 // Replacing a server of the spec by an empty one: the replace-server
 // annotation names it, or its claim template changed in a way its claim
-// cannot take in place (ClaimTemplateDiffers). It leaves as a scaled-down
-// server does (takeOut: Evacuating, SteppingDown, Stopping, RemovingPeer,
-// Deleting; scaledown.go), with one difference: its stream and consumer
-// groups that already span every other server cannot move, so they go on
-// with the others' copies (at least 2 of 3: held with ReplaceBlocked when
-// fewer would be left) and get the new server back once it rejoins. Then:
+// cannot take in place (ClaimTemplateDiffers). It leaves much as a
+// scaled-down server does (takeOut, scaledown.go: Evacuating, SteppingDown,
+// Stopping, Deleting), with two differences, both measured against
+// nats-server 2.15.2 (replace_matrix_test.go):
+//
+//   - Its groups that span every server cannot move (no other server is
+//     left to take them). They go on with the others' copies (held with
+//     ReplaceBlocked when fewer than 2 would be left), and the new server
+//     catches up its copy once it rejoins under the same name (within
+//     seconds). Evacuating such a server anyway would take those copies
+//     for good (nats-server shrinks the group and does not grow it back),
+//     so a server holding both such groups and groups that must move (an
+//     R1 stream) is held with ReplaceBlocked, naming both.
+//   - Its JetStream peer is not removed: nats-server refuses a removed peer
+//     back for 5 minutes (raft.go peerRemoveTimeout), while the same name,
+//     not removed, rejoins the meta group in about 2 s and takes its place.
+//
+// Then:
 //
 //	its StatefulSet is gone ──────────────────────> Rejoining: created again (Decision.Create), with an
 //	                                                  empty claim; for the annotation, first mark the

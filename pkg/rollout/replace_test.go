@@ -52,22 +52,28 @@ func TestReplaceServer(t *testing.T) {
 		message  string
 	}{
 		{
-			name: "an R1 stream on the replaced server is moved; R3 on 3 servers cannot move and goes on without it",
-			in:   upToDate(3, replaceServer("demo-1"), group("ORDERS", "demo-0", "demo-1", "demo-2"), group("ONE", "demo-1")),
+			name:   "an R1 stream on the replaced server cannot move without taking the copies of a stream on every server: held, naming both",
+			in:     upToDate(3, replaceServer("demo-1"), group("ORDERS", "demo-0", "demo-1", "demo-2"), group("ONE", "demo-1")),
+			reason: clusterv1beta1.ReasonReplaceBlocked, status: metav1.ConditionFalse,
+			message: "replacement held before demo-1: $G/ONE has a copy on demo-1 that must move first, but moving it ($JS.API.SERVER.EVACUATE) would also take demo-1's copies of $G/ORDERS, which has a replica on every server, and nats-server does not give them back: raise it to 3 replicas (nats stream edit <stream> --replicas 3) so it keeps a copy on every server, or add a server (spec.replicas 4); no server was changed by this hold",
+		},
+		{
+			name:  "an R1 stream alone is moved",
+			in:    upToDate(3, replaceServer("demo-1"), group("ONE", "demo-1")),
 			phase: clusterv1beta1.RemovalEvacuating, removal: clusterv1beta1.RemovalEvacuating,
 			reason: clusterv1beta1.ReasonReplacingServer, status: metav1.ConditionTrue,
 			message: "replacing demo-1: moving its replicas of $G/ONE to the other servers",
 		},
 		{
-			name: "R3 on 5 servers is moved too",
-			in:   upToDate(5, replaceServer("demo-1"), group("ORDERS", "demo-0", "demo-1", "demo-2")),
+			name:  "R3 on 5 servers is moved too",
+			in:    upToDate(5, replaceServer("demo-1"), group("ORDERS", "demo-0", "demo-1", "demo-2")),
 			phase: clusterv1beta1.RemovalEvacuating, removal: clusterv1beta1.RemovalEvacuating,
 			reason: clusterv1beta1.ReasonReplacingServer, status: metav1.ConditionTrue,
 			message: "replacing demo-1: moving its replicas of $G/ORDERS to the other servers",
 		},
 		{
-			name: "once only groups on every server list it, it is stopped, behind the gate",
-			in:   upToDate(3, replaceServer("demo-1"), group("ORDERS", "demo-0", "demo-1", "demo-2")),
+			name:  "once only groups on every server list it, it is stopped, behind the gate",
+			in:    upToDate(3, replaceServer("demo-1"), group("ORDERS", "demo-0", "demo-1", "demo-2")),
 			phase: clusterv1beta1.RemovalStopping, removal: clusterv1beta1.RemovalStopping,
 			reason: clusterv1beta1.ReasonReplacingServer, status: metav1.ConditionTrue,
 			message: "replacing demo-1: stopping it ($G/ORDERS has a replica on every server and goes on without it)",
@@ -87,11 +93,11 @@ func TestReplaceServer(t *testing.T) {
 			message: "replacing demo-0: handing JetStream meta leadership over",
 		},
 		{
-			name:  "stopped and still in the meta group: its peer is removed",
+			name:  "stopped: its objects are deleted, its peer kept for the new server to rejoin as",
 			in:    upToDate(3, replaceServer("demo-1"), spec("demo-1", stoppedServer)),
-			phase: clusterv1beta1.RemovalRemovingPeer, removal: clusterv1beta1.RemovalRemovingPeer,
+			phase: clusterv1beta1.RemovalDeleting, removal: clusterv1beta1.RemovalDeleting,
 			reason: clusterv1beta1.ReasonReplacingServer, status: metav1.ConditionTrue,
-			message: "replacing demo-1: removing it from the JetStream meta group",
+			message: "replacing demo-1: deleting its ConfigMap, claim and StatefulSet",
 		},
 		{
 			name:  "stopped and out of the meta group: its objects are deleted",
@@ -222,9 +228,9 @@ func TestExpandClaims(t *testing.T) {
 			message: "growing the claim of demo-2 to 2Gi in place, one server at a time, no restart: raising its claim's storage request",
 		},
 		{
-			name:   "one at a time: a claim growing is waited for",
-			in:     upToDate(3, spec("demo-0", grow(true, "1Gi of 2Gi: FileSystemResizePending")), spec("demo-2", grow(false, ""))),
-			reason: clusterv1beta1.ReasonExpandingStorage,
+			name:    "one at a time: a claim growing is waited for",
+			in:      upToDate(3, spec("demo-0", grow(true, "1Gi of 2Gi: FileSystemResizePending")), spec("demo-2", grow(false, ""))),
+			reason:  clusterv1beta1.ReasonExpandingStorage,
 			message: "growing the claim of demo-0 to 2Gi in place, one server at a time, no restart: waiting for the volume to grow: 1Gi of 2Gi: FileSystemResizePending",
 		},
 		{

@@ -108,7 +108,7 @@ func (p *planner) takeOut(t takeOut) Decision {
 				x.Name, describeNames(holding), t.undo, t.blockedWhat))
 		case !obs.Observed || obs.MetaLeader == "":
 			return p.takeOutWait(t, clusterv1beta1.RemovalRemovingPeer, "waiting for the JetStream meta group to be observed with a leader")
-		case inMeta:
+		case inMeta && !t.replace:
 			if !p.in.CanReload {
 				return p.takeOutBlocked(t, "removing "+x.Name+" from the JetStream meta group needs $SYS: "+p.in.NoReload)
 			}
@@ -129,6 +129,14 @@ func (p *planner) takeOut(t takeOut) Decision {
 			// quorum (R2), or none at all (R1 on a 1-server cluster).
 			tooMany = append(tooMany, fmt.Sprintf("%s (%d replicas)", assetName(a), len(a.Members)))
 		}
+	}
+	if t.replace && len(holding) > 0 && len(stuck) > 0 {
+		// Measured (replace_matrix_test.go): $JS.API.SERVER.EVACUATE also
+		// takes the server's copy of every group that spans all servers,
+		// leaving it a replica short for good, even once the server is back.
+		return p.takeOutBlocked(t, fmt.Sprintf("%s %s a copy on %s that must move first, but moving it ($JS.API.SERVER.EVACUATE) would also take %s's copies of %s, which %s a replica on every server, and nats-server does not give them back: raise %s to %d replicas (nats stream edit <stream> --replicas %d) so %s a copy on every server, or add a server (spec.replicas %d)",
+			describeNames(holding), hasHave(len(holding)), x.Name, x.Name, describeNames(stuck), hasHave(len(stuck)),
+			plural(len(holding), "it", "them"), t.stay+1, t.stay+1, plural(len(holding), "it keeps", "they keep"), t.stay+2))
 	}
 	if len(tooMany) > 0 {
 		if t.replace {

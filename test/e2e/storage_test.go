@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -159,8 +160,11 @@ func TestStorageGrowsInPlaceOnAnExpandableClass(t *testing.T) {
 }
 
 // The same edit on a StorageClass that cannot expand replaces the servers
-// one at a time, each with a new 2Gi claim, under the same publishers; no
-// acknowledged message is lost.
+// one at a time, highest ordinal first, each with a new 2Gi claim, under
+// the same publishers. demo-1, which holds the R1 stream ONE, is held with
+// ReplaceBlocked (moving ONE would take demo-1's copy of ORDERS for good,
+// see TestReplaceServerUnderLoad) until ONE is raised to R3 as the hold
+// says; no acknowledged message is lost.
 func TestStorageReplacesServersOnAClassThatCannotExpand(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
@@ -176,10 +180,20 @@ func TestStorageReplacesServersOnAClassThatCannotExpand(t *testing.T) {
 	patchCluster(ctx, t, s, storagePatch)
 	var phases []string
 	replaced := map[string]time.Duration{}
+	raised := false
 	poll.Eventually(t, 15*time.Minute, 250*time.Millisecond, "every server replaced with a 2Gi claim, Settled and UpToDate", func() error {
 		nc, err := s.Cluster(ctx, "nats", "demo")
 		if err != nil {
 			return err
+		}
+		if c := conditionOf(nc, clusterv1beta1.ConditionProgressing); c.Reason == clusterv1beta1.ReasonReplaceBlocked && !raised {
+			t.Logf("held after %s: %s", time.Since(start).Round(time.Millisecond), c.Message)
+			requireContains(t, "the hold", c.Message, "$G/ONE", "--replicas 3")
+			if _, err := js.UpdateStream(ctx, jetstream.StreamConfig{Name: "ONE", Subjects: []string{"ONE.>"}, Replicas: 3, Storage: jetstream.FileStorage,
+				Duplicates: 10 * time.Minute}); err != nil {
+				t.Fatalf("raising ONE to 3 replicas: %v", err)
+			}
+			raised = true
 		}
 		if len(nc.Status.Removals) > 1 {
 			t.Errorf("two servers removed at once: %+v", nc.Status.Removals)
@@ -202,6 +216,9 @@ func TestStorageReplacesServersOnAClassThatCannotExpand(t *testing.T) {
 	})
 	t.Logf("phases seen in status.removals: %v", phases)
 	t.Logf("claims replaced with 2Gi ones after: %v", replaced)
+	if !raised {
+		t.Error("demo-1 was replaced without the hold for ONE, its R1 stream")
+	}
 	verifyNoLossOf(ctx, t, s, "ORDERS", orders)
 	verifyNoLossOf(ctx, t, s, "ONE", ones)
 }
