@@ -38,7 +38,7 @@ func spec(name string, f func(*ServerState)) opt {
 
 var gone = func(s *ServerState) { *s = ServerState{Name: s.Name, Ordinal: s.Ordinal} }
 
-func TestReplaceServer(t *testing.T) {
+func TestPlanReplaceServer(t *testing.T) {
 	tests := []struct {
 		name     string
 		in       Input
@@ -208,7 +208,7 @@ func TestReplaceServer(t *testing.T) {
 	}
 }
 
-func TestExpandClaims(t *testing.T) {
+func TestPlanExpandClaims(t *testing.T) {
 	grow := func(requested bool, progress string) func(*ServerState) {
 		return func(s *ServerState) {
 			s.ClaimExpansion = &ClaimExpansion{Size: "2Gi", Requested: requested, Progress: progress}
