@@ -36,6 +36,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 	// Group=cluster.nats-operator.io, Version=v1beta1
 	case v1beta1.SchemeGroupVersion.WithKind("AuthSpec"):
 		return &clusterv1beta1.AuthSpecApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("CertificateSource"):
+		return &clusterv1beta1.CertificateSourceApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ClientTLS"):
+		return &clusterv1beta1.ClientTLSApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("ConfigStatus"):
 		return &clusterv1beta1.ConfigStatusApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("EmbeddedObjectMetadata"):
@@ -46,6 +50,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &clusterv1beta1.GateApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("ImageSpec"):
 		return &clusterv1beta1.ImageSpecApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("IssuerRef"):
+		return &clusterv1beta1.IssuerRefApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("JetStreamLimits"):
 		return &clusterv1beta1.JetStreamLimitsApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("JetStreamSpec"):
@@ -64,6 +70,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &clusterv1beta1.RolloutSpecApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("RolloutStatus"):
 		return &clusterv1beta1.RolloutStatusApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("RoutesSpec"):
+		return &clusterv1beta1.RoutesSpecApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("RouteTLS"):
+		return &clusterv1beta1.RouteTLSApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("SecretKeySelector"):
 		return &clusterv1beta1.SecretKeySelectorApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("ServerRemoval"):
@@ -72,6 +82,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &clusterv1beta1.ServerStatusApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("SystemCredentials"):
 		return &clusterv1beta1.SystemCredentialsApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("TLSSecretRef"):
+		return &clusterv1beta1.TLSSecretRefApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("VolumeClaimTemplate"):
 		return &clusterv1beta1.VolumeClaimTemplateApplyConfiguration{}
 

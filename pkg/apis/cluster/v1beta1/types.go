@@ -103,6 +103,17 @@ type NatsClusterSpec struct {
 	// rollout controls how changes reach the servers.
 	// +optional
 	Rollout RolloutSpec `json:"rollout,omitempty"`
+
+	// routes configures the routes between the servers.
+	// +optional
+	Routes RoutesSpec `json:"routes,omitempty"`
+
+	// tls, when present, makes clients connect over TLS (tls://) with the
+	// certificate of a Secret or of a cert-manager Certificate. A new
+	// certificate in the Secret is applied by config reload, without a
+	// restart.
+	// +optional
+	TLS *ClientTLS `json:"tls,omitempty"`
 }
 
 // ImageSpec names the nats-server image.

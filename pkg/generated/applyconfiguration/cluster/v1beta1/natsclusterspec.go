@@ -55,6 +55,13 @@ type NatsClusterSpecApplyConfiguration struct {
 	Auth *AuthSpecApplyConfiguration `json:"auth,omitempty"`
 	// rollout controls how changes reach the servers.
 	Rollout *RolloutSpecApplyConfiguration `json:"rollout,omitempty"`
+	// routes configures the routes between the servers.
+	Routes *RoutesSpecApplyConfiguration `json:"routes,omitempty"`
+	// tls, when present, makes clients connect over TLS (tls://) with the
+	// certificate of a Secret or of a cert-manager Certificate. A new
+	// certificate in the Secret is applied by config reload, without a
+	// restart.
+	TLS *ClientTLSApplyConfiguration `json:"tls,omitempty"`
 }
 
 // NatsClusterSpecApplyConfiguration constructs a declarative configuration of the NatsClusterSpec type for use with
@@ -130,5 +137,21 @@ func (b *NatsClusterSpecApplyConfiguration) WithAuth(value *AuthSpecApplyConfigu
 // If called multiple times, the Rollout field is set to the value of the last call.
 func (b *NatsClusterSpecApplyConfiguration) WithRollout(value *RolloutSpecApplyConfiguration) *NatsClusterSpecApplyConfiguration {
 	b.Rollout = value
+	return b
+}
+
+// WithRoutes sets the Routes field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Routes field is set to the value of the last call.
+func (b *NatsClusterSpecApplyConfiguration) WithRoutes(value *RoutesSpecApplyConfiguration) *NatsClusterSpecApplyConfiguration {
+	b.Routes = value
+	return b
+}
+
+// WithTLS sets the TLS field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the TLS field is set to the value of the last call.
+func (b *NatsClusterSpecApplyConfiguration) WithTLS(value *ClientTLSApplyConfiguration) *NatsClusterSpecApplyConfiguration {
+	b.TLS = value
 	return b
 }
