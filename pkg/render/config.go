@@ -30,6 +30,7 @@ const (
 type serverConfig struct {
 	ServerName          string            `json:"server_name"`
 	Listen              string            `json:"listen"`
+	TLS                 *tlsConfig        `json:"tls,omitempty"`
 	HTTP                string            `json:"http"`
 	PidFile             string            `json:"pid_file"`
 	LameDuckDuration    string            `json:"lame_duck_duration"`
@@ -46,9 +47,10 @@ type serverConfig struct {
 }
 
 type clusterConfig struct {
-	Name   string   `json:"name"`
-	Listen string   `json:"listen"`
-	Routes []string `json:"routes"`
+	Name   string     `json:"name"`
+	Listen string     `json:"listen"`
+	TLS    *tlsConfig `json:"tls,omitempty"`
+	Routes []string   `json:"routes"`
 }
 
 type jetStreamConfig struct {
@@ -67,6 +69,10 @@ type resolverConfig struct {
 
 type serverMetadata struct {
 	ConfigRevision string `json:"config_revision"`
+	// RoutesCertificate and ClientCertificate are the digests of the TLS
+	// Secrets (TLSFiles.Digest): a new certificate is a new config.
+	RoutesCertificate string `json:"routes_certificate,omitempty"`
+	ClientCertificate string `json:"client_certificate,omitempty"`
 }
 
 // marshalConfig renders the config as indented JSON. nats-server's config
@@ -118,10 +124,11 @@ type sharedConfig struct {
 	trust     *validTrust
 	resolver  *resolverConfig
 	accounts  *accountsConfig
+	tls       TLS
 }
 
-func newSharedConfig(nc *clusterv1beta1.NatsCluster, trust *validTrust, systemUser *SystemUser) (*sharedConfig, error) {
-	s := &sharedConfig{trust: trust}
+func newSharedConfig(nc *clusterv1beta1.NatsCluster, trust *validTrust, systemUser *SystemUser, tls TLS) (*sharedConfig, error) {
+	s := &sharedConfig{trust: trust, tls: tls}
 	var err error
 	if s.accounts, err = systemUserAccounts(systemUser, nc.Spec.Auth != nil); err != nil {
 		return nil, err
@@ -184,6 +191,14 @@ func (s *sharedConfig) server(nc *clusterv1beta1.NatsCluster, ordinal int32, ope
 		JetStream:  s.jetStream,
 		ServerTags: s.tags,
 		Accounts:   s.accounts,
+		TLS:        tlsBlock(s.tls.Client, ClientTLSDir),
+	}
+	c.Cluster.TLS = tlsBlock(s.tls.Routes, RoutesTLSDir)
+	if s.tls.Routes != nil {
+		c.ServerMetadata.RoutesCertificate = s.tls.Routes.Digest
+	}
+	if s.tls.Client != nil {
+		c.ServerMetadata.ClientCertificate = s.tls.Client.Digest
 	}
 	if s.trust != nil {
 		c.Operator = operatorJWT

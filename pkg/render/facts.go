@@ -50,6 +50,12 @@ type Facts struct {
 	// SystemUser says whether the config has the controller's system user
 	// (Input.SystemUser); always false with auth.
 	SystemUser bool
+	// RouteTLS says whether the routes are TLS (cluster.tls).
+	RouteTLS bool
+	// ClientTLS says whether clients connect over TLS (tls); ClientVerify
+	// whether they must present a certificate (tls.verify).
+	ClientTLS    bool
+	ClientVerify bool
 }
 
 // fieldRole says what the planner knows of one field of nats.conf: it is a
@@ -96,8 +102,23 @@ var configFields = map[string]fieldRole{
 	"resolver_preload":                fact("Accounts"),
 	"server_metadata":                 rolls("always present"),
 	"server_metadata.config_revision": rolls("the revision: what the server reports; differs on every change by design"),
-	"accounts":                        fact("SystemUser"),
-	"accounts.$SYS":                   rolls("always present in the accounts block"),
+	"server_metadata.routes_certificate": rolls("a digest of the routes' TLS Secret: a new certificate under the same CA, which servers " +
+		"with the old and the new one verify alike"),
+	"server_metadata.client_certificate": rolls("a digest of the client TLS Secret: a new certificate, which clients verify against their CA"),
+	"tls":                                fact("ClientTLS"),
+	"tls.cert_file":                      rolls("a constant path"),
+	"tls.key_file":                       rolls("a constant path"),
+	"tls.ca_file":                        rolls("present when the Secret has a CA: used only to verify clients (tls.verify)"),
+	"tls.verify":                         fact("ClientVerify"),
+	"tls.timeout":                        rolls("a constant"),
+	"cluster.tls":                        fact("RouteTLS"),
+	"cluster.tls.cert_file":              rolls("a constant path"),
+	"cluster.tls.key_file":               rolls("a constant path"),
+	"cluster.tls.ca_file":                rolls("a constant path: routes always have a CA"),
+	"cluster.tls.verify":                 rolls("always true: routes verify each other"),
+	"cluster.tls.timeout":                rolls("a constant"),
+	"accounts":                           fact("SystemUser"),
+	"accounts.$SYS":                      rolls("always present in the accounts block"),
 	"accounts.$SYS.users": rolls("the controller's one system user: its name is a constant and its password hash changes only when " +
 		"the controller rotates the password; servers with either hash route and keep one meta group, as the matrix case " +
 		"\"new system user password\" shows (users are local to a server)"),
@@ -111,6 +132,11 @@ func factsOf(c *serverConfig, version, operatorKey string) Facts {
 		ClusterName: c.Cluster.Name,
 		ServerTags:  sortedCompact(c.ServerTags),
 		SystemUser:  c.hasSystemUser(),
+		RouteTLS:    c.Cluster.TLS != nil,
+		ClientTLS:   c.TLS != nil,
+	}
+	if c.TLS != nil {
+		f.ClientVerify = c.TLS.Verify
 	}
 	if c.Operator != "" {
 		f.Operator = operatorKey

@@ -39,6 +39,9 @@ type Input struct {
 	// revisions" in doc.go), so a server written by an older release is not
 	// restarted by a new way of computing revisions.
 	Running []RunningServer
+	// TLS are the routes' and clients' certificates (spec.routes.tls and
+	// spec.tls as the controller resolved them); zero for plain TCP.
+	TLS TLS
 }
 
 // RunningServer is one server's existing objects.
@@ -156,7 +159,7 @@ func Render(in Input) (*Output, error) {
 		return nil, errors.New("render: a trust was given but spec.auth is absent")
 	}
 
-	shared, err := newSharedConfig(nc, trust, in.SystemUser)
+	shared, err := newSharedConfig(nc, trust, in.SystemUser, in.TLS)
 	if err != nil {
 		return nil, fmt.Errorf("render: %w", err)
 	}
@@ -181,7 +184,7 @@ func Render(in Input) (*Output, error) {
 		if err != nil {
 			return nil, fmt.Errorf("render: encoding the config of %s: %w", ServerName(nc.Name, i), err)
 		}
-		sts := statefulSet(nc, i, "")
+		sts := statefulSet(nc, i, "", in.TLS)
 		tmplRev, err := templateDigest(claimsOfRunning(&sts.Spec, in.Running, i))
 		if err != nil {
 			return nil, fmt.Errorf("render: encoding the StatefulSet of %s: %w", ServerName(nc.Name, i), err)

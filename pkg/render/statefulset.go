@@ -21,7 +21,7 @@ const (
 // set to rev ("" while the revision is being computed). Fields the API
 // server would default are set to those defaults, so that the StatefulSet
 // read back compares equal (apiequality.Semantic) to the rendered one.
-func statefulSet(nc *clusterv1beta1.NatsCluster, ordinal int32, rev string) *appsv1.StatefulSet {
+func statefulSet(nc *clusterv1beta1.NatsCluster, ordinal int32, rev string, tls TLS) *appsv1.StatefulSet {
 	name := ServerName(nc.Name, ordinal)
 	spec := &nc.Spec
 	labels := ServerLabels(nc.Name, ordinal)
@@ -74,10 +74,7 @@ func statefulSet(nc *clusterv1beta1.NatsCluster, ordinal int32, rev string) *app
 	}
 
 	volumes := []corev1.Volume{
-		{Name: ConfigVolumeName, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-			LocalObjectReference: corev1.LocalObjectReference{Name: ConfigMapName(nc.Name, ordinal)},
-			DefaultMode:          ptr(corev1.ConfigMapVolumeSourceDefaultMode),
-		}}},
+		{Name: ConfigVolumeName, VolumeSource: configVolume(ConfigMapName(nc.Name, ordinal), tls)},
 		{Name: PidVolumeName, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 	}
 	var claims []corev1.PersistentVolumeClaim

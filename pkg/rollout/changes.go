@@ -43,6 +43,12 @@ type ConfigFacts struct {
 	// built-in system account ($SYS), which clusters without auth get so the
 	// controller can send $SYS requests; always false with auth.
 	SystemUser bool
+	// RouteTLS says whether the routes are TLS (cluster.tls).
+	RouteTLS bool
+	// ClientTLS says whether clients connect over TLS (tls); ClientVerify
+	// whether they must present a certificate (tls.verify).
+	ClientTLS    bool
+	ClientVerify bool
 }
 
 // ChangeKind is one kind of difference between a running and a target config.
@@ -80,6 +86,11 @@ const (
 	// cluster without auth. With auth on either side it is not listed: the
 	// auth change says it all.
 	ChangeSystemUser ChangeKind = "SystemUser"
+	// ChangeRouteTLS is route TLS turned on or off.
+	ChangeRouteTLS ChangeKind = "RouteTLS"
+	// ChangeClientTLS is client TLS turned on or off, or client
+	// certificates required or no longer (tls.verify).
+	ChangeClientTLS ChangeKind = "ClientTLS"
 )
 
 // Effect is what a kind of change does to a cluster rolled one server at a
@@ -161,6 +172,9 @@ var effects = map[ChangeKind]Effect{
 	ChangeAccounts:                 {What: "other preloaded accounts"},
 	ChangeResolver:                 {What: "another account resolver"},
 	ChangeSystemUser:               {Reloads: true, ReloadsWithoutAuth: true, What: "adding or removing the controller's system user"},
+	ChangeRouteTLS: {Splits: true, What: "turning route TLS on or off",
+		Why: "a server with route TLS and one without cannot route to each other"},
+	ChangeClientTLS: {What: "turning client TLS on or off, or requiring client certificates or no longer"},
 }
 
 // changeOrder is the order Changes lists kinds in: auth first, so the hold
@@ -169,6 +183,7 @@ var changeOrder = []ChangeKind{
 	ChangeAddAuth, ChangeRemoveAuth, ChangeOperator, ChangeSystemAccount,
 	ChangeClusterName, ChangeJetStreamDomain, ChangeJetStream, ChangeJetStreamDomainAddRemove, ChangeVersion,
 	ChangeJetStreamLimitsRaised, ChangeJetStreamLimitsLowered, ChangeServerTags, ChangeAccounts, ChangeResolver, ChangeSystemUser,
+	ChangeRouteTLS, ChangeClientTLS,
 }
 
 // ChangeKinds returns every change kind in the order Changes lists them.
@@ -251,6 +266,12 @@ func Classify(running, target ConfigFacts) []Change {
 	if running.Operator == "" && target.Operator == "" && running.SystemUser != target.SystemUser {
 		add(ChangeSystemUser, onOff(running.SystemUser), onOff(target.SystemUser))
 	}
+	if running.RouteTLS != target.RouteTLS {
+		add(ChangeRouteTLS, onOff(running.RouteTLS), onOff(target.RouteTLS))
+	}
+	if running.ClientTLS != target.ClientTLS || running.ClientVerify != target.ClientVerify {
+		add(ChangeClientTLS, clientTLS(running), clientTLS(target))
+	}
 	return out
 }
 
@@ -275,6 +296,17 @@ func short(key string) string {
 		return key
 	}
 	return key[:8] + "..."
+}
+
+// clientTLS is "off", "on" or "on, verifying clients".
+func clientTLS(f ConfigFacts) string {
+	switch {
+	case !f.ClientTLS:
+		return "off"
+	case f.ClientVerify:
+		return "on, verifying clients"
+	}
+	return "on"
 }
 
 func onOff(b bool) string {

@@ -1,0 +1,107 @@
+package render
+
+import (
+	corev1 "k8s.io/api/core/v1"
+)
+
+// TLS files, projected into the config volume next to nats.conf so that a
+// new certificate and the config that names it (with its digest in
+// server_metadata) reach the server in one atomic update of the volume: the
+// reload that applies the config then reads the new certificate too.
+const (
+	RoutesTLSDir = "routes-tls"
+	ClientTLSDir = "client-tls"
+	tlsCertFile  = "tls.crt"
+	tlsKeyFile   = "tls.key"
+	tlsCAFile    = "ca.crt"
+	// TLSTimeout is the TLS handshake timeout in seconds, routes and clients.
+	TLSTimeout = 2
+)
+
+// TLS is the TLS of the routes and of clients, as the controller resolved
+// spec.routes.tls and spec.tls: nil for plain TCP.
+type TLS struct {
+	Routes *TLSFiles
+	Client *TLSFiles
+}
+
+// TLSFiles is a Secret holding a certificate, its key and a CA.
+type TLSFiles struct {
+	// Secret is the Secret's name.
+	Secret string
+	// CertKey, KeyKey and CAKey are its keys; CAKey is empty when the
+	// Secret has no CA (client TLS only).
+	CertKey, KeyKey, CAKey string
+	// Digest is a digest of the Secret's certificate, key and CA: a new
+	// certificate changes the config (server_metadata), and so the server's
+	// revision, which a reload applies and the server then reports.
+	Digest string
+	// Verify makes the server verify the peer's certificate against the CA
+	// (always for routes; spec.tls.verifyClients for clients).
+	Verify bool
+}
+
+type tlsConfig struct {
+	CertFile string `json:"cert_file"`
+	KeyFile  string `json:"key_file"`
+	CAFile   string `json:"ca_file,omitempty"`
+	Verify   bool   `json:"verify,omitempty"`
+	Timeout  int    `json:"timeout"`
+}
+
+// tlsBlock is the config block of f, its files under dir.
+func tlsBlock(f *TLSFiles, dir string) *tlsConfig {
+	if f == nil {
+		return nil
+	}
+	c := &tlsConfig{
+		CertFile: ConfigDir + "/" + dir + "/" + tlsCertFile,
+		KeyFile:  ConfigDir + "/" + dir + "/" + tlsKeyFile,
+		Verify:   f.Verify,
+		Timeout:  TLSTimeout,
+	}
+	if f.CAKey != "" {
+		c.CAFile = ConfigDir + "/" + dir + "/" + tlsCAFile
+	}
+	return c
+}
+
+// tlsProjection is the projected volume source of f's Secret under dir.
+func tlsProjection(f *TLSFiles, dir string) corev1.VolumeProjection {
+	items := []corev1.KeyToPath{
+		{Key: f.CertKey, Path: dir + "/" + tlsCertFile},
+		{Key: f.KeyKey, Path: dir + "/" + tlsKeyFile},
+	}
+	if f.CAKey != "" {
+		items = append(items, corev1.KeyToPath{Key: f.CAKey, Path: dir + "/" + tlsCAFile})
+	}
+	return corev1.VolumeProjection{Secret: &corev1.SecretProjection{
+		LocalObjectReference: corev1.LocalObjectReference{Name: f.Secret},
+		Items:                items,
+	}}
+}
+
+// configVolume is the config volume: the server's ConfigMap, and with TLS a
+// projected volume of the ConfigMap and the TLS Secrets. A cluster without
+// TLS keeps the ConfigMap volume of before, so its template is unchanged.
+func configVolume(configMap string, tls TLS) corev1.VolumeSource {
+	if tls.Routes == nil && tls.Client == nil {
+		return corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: configMap},
+			DefaultMode:          ptr(corev1.ConfigMapVolumeSourceDefaultMode),
+		}}
+	}
+	sources := []corev1.VolumeProjection{{ConfigMap: &corev1.ConfigMapProjection{
+		LocalObjectReference: corev1.LocalObjectReference{Name: configMap},
+	}}}
+	if tls.Routes != nil {
+		sources = append(sources, tlsProjection(tls.Routes, RoutesTLSDir))
+	}
+	if tls.Client != nil {
+		sources = append(sources, tlsProjection(tls.Client, ClientTLSDir))
+	}
+	return corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+		Sources:     sources,
+		DefaultMode: ptr(corev1.ProjectedVolumeSourceDefaultMode),
+	}}
+}
