@@ -311,8 +311,17 @@ func (c *Controller) enqueueReferrers(obj interface{}) {
 	}
 }
 
-// refersTo reports whether nc's spec.auth names the object.
+// refersTo reports whether nc's spec.auth, spec.routes.tls or spec.tls names
+// the object.
 func refersTo(nc *clusterv1beta1.NatsCluster, obj interface{}, name string) bool {
+	if _, ok := obj.(*corev1.Secret); ok {
+		if t := nc.Spec.Routes.TLS; t != nil && t.Secret != nil && t.Secret.Name == name {
+			return true
+		}
+		if t := nc.Spec.TLS; t != nil && t.Secret != nil && t.Secret.Name == name {
+			return true
+		}
+	}
 	a := nc.Spec.Auth
 	if a == nil {
 		return false

@@ -25,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -75,6 +76,16 @@ type clusterState struct {
 	// the Secret to create); nil when none is rendered.
 	systemUser          *systemUser
 	newSystemUserSecret *corev1.Secret
+	// tls are the routes' and clients' certificates to render; tlsCA the
+	// PEM CA the client certificate chains to (for the controller's own
+	// connections), nil without client TLS.
+	tls   render.TLS
+	tlsCA []byte
+	// tlsSecrets are generated route TLS Secrets to create or update
+	// before anything else is written; defaultRouteTLS is the
+	// AnnotationDefaultRouteTLS to record, empty when recorded already.
+	tlsSecrets      []*corev1.Secret
+	defaultRouteTLS clusterv1beta1.RouteTLSMode
 	// reloadVia is the $SYS target reloads are sent through.
 	reloadVia observe.Target
 	// blocked is why the target cannot be computed or acted on (a reference
@@ -98,6 +109,9 @@ func (c *Controller) gather(nc *clusterv1beta1.NatsCluster) (*clusterState, erro
 	}
 	if err == nil {
 		err = c.gatherSystemUser(st)
+	}
+	if err == nil {
+		err = c.gatherTLS(st, time.Now())
 	}
 	var refErr *referenceError
 	var nce *notControlledError

@@ -165,11 +165,18 @@ func (c *Controller) createSystemUserSecret(ctx context.Context, st *clusterStat
 // to send them through.
 func (c *Controller) reloadAccess(st *clusterState, in *rollout.Input) (observe.Target, bool, string) {
 	t := observe.Target{Cluster: st.nc.Namespace + "/" + st.nc.Name}
+	if st.tls.Client != nil {
+		if st.tls.Client.Verify {
+			return t, false, "reloads need a client certificate with spec.tls.verifyClients, which the controller does not have"
+		}
+		t.TLSRootCAs, t.TLSServerName = st.tlsCA, st.nc.Name+"."+st.nc.Namespace+".svc"
+	}
 	if st.nc.Spec.Auth != nil {
 		if len(st.systemCreds) == 0 {
 			return t, false, "reloads need spec.auth.systemCredentials (the creds file of a system account user)"
 		}
 		full := c.observeTarget(st)
+		full.TLSRootCAs, full.TLSServerName = t.TLSRootCAs, t.TLSServerName
 		return full, true, ""
 	}
 	if st.systemUser == nil {

@@ -102,7 +102,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	status.ObservedGeneration = nc.Generation
 	status.Replicas = nc.Spec.Replicas
 	status.Endpoints = &clusterv1beta1.Endpoints{
-		Client:  fmt.Sprintf("nats://%s.%s.svc:4222", nc.Name, nc.Namespace),
+		Client:  fmt.Sprintf("%s://%s.%s.svc:4222", clientScheme(nc), nc.Name, nc.Namespace),
 		Monitor: fmt.Sprintf("http://%s-headless.%s.svc:8222", nc.Name, nc.Namespace),
 	}
 	c.observedStatus(status, st, snap)
@@ -121,6 +121,14 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		requeue = inFlightRequeue
 	}
 	return requeue, c.writeStatus(ctx, nc, status)
+}
+
+// clientScheme is tls with client TLS, else nats.
+func clientScheme(nc *clusterv1beta1.NatsCluster) string {
+	if nc.Spec.TLS != nil {
+		return "tls"
+	}
+	return "nats"
 }
 
 // renderTarget renders the cluster's objects, or records in st.blocked why
@@ -142,6 +150,7 @@ func (c *Controller) renderTarget(st *clusterState) *render.Output {
 	if st.systemUser != nil {
 		in.SystemUser = st.systemUser.render
 	}
+	in.TLS = st.tls
 	out, err := render.Render(in)
 	if err == nil {
 		out = c.chooseSystemUser(st, out, func(ru *render.SystemUser) *render.Output {
@@ -224,6 +233,12 @@ func (c *Controller) write(ctx context.Context, st *clusterState, out *render.Ou
 	if err := c.createSystemUserSecret(ctx, st); err != nil {
 		msg, err := refused(err)
 		return nc, msg, err
+	}
+	if patched, err := c.writeTLS(ctx, st); err != nil {
+		msg, err := refused(err)
+		return nc, msg, err
+	} else {
+		nc, st.nc = patched, patched
 	}
 	if err := c.ensureSharedObjects(ctx, nc, st.shared); err != nil {
 		msg, err := refused(err)

@@ -50,6 +50,13 @@ type Target struct {
 	// controller keeps in a Secret). System uses them when
 	// SystemCredentials is empty; Observe does not need them.
 	SystemUser, SystemPassword string
+	// TLSRootCAs, when set, are the PEM CA certificates the servers' client
+	// certificate chains to: System then connects over TLS, verifying the
+	// certificate against them and against TLSServerName (the name of the
+	// client Service, which the client certificate is for), whatever
+	// address it dials.
+	TLSRootCAs    []byte
+	TLSServerName string
 }
 
 // ServerAddr is where one server is reached: its pod IP, never a DNS name

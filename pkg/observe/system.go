@@ -3,6 +3,8 @@ package observe
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -114,8 +116,13 @@ func (o *Observer) System(ctx context.Context, t Target) (*SystemClient, error) 
 	if d, ok := ctx.Deadline(); ok && time.Until(d) < timeout {
 		timeout = max(time.Until(d), time.Millisecond)
 	}
+	secure, err := systemTLS(t)
+	if err != nil {
+		return nil, err
+	}
 	nc, err := nats.Connect(strings.Join(urls, ","),
 		auth,
+		secure,
 		nats.Name(o.opts.Name),
 		nats.Timeout(timeout),
 		nats.IgnoreDiscoveredServers(),
@@ -172,6 +179,19 @@ func systemAuth(t Target) (nats.Option, error) {
 	return nats.UserJWTAndSeed(userJWT, string(seedBytes)), nil
 }
 
+// systemTLS is the nats.go option for the target's TLS: none without
+// TLSRootCAs.
+func systemTLS(t Target) (nats.Option, error) {
+	if len(t.TLSRootCAs) == 0 {
+		return func(*nats.Options) error { return nil }, nil
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(t.TLSRootCAs) {
+		return nil, errors.New("connecting to the system account: the cluster's CA holds no PEM certificate")
+	}
+	return nats.Secure(&tls.Config{RootCAs: pool, ServerName: t.TLSServerName, MinVersion: tls.VersionTLS12}), nil
+}
+
 // connectionKey is a digest of what a $SYS connection was made with: the
 // credentials (creds file, or user and password: a changed password makes
 // a new connection) and the addresses. Every part is length-prefixed, so no
@@ -195,6 +215,8 @@ func connectionKey(t Target, urls []string) [32]byte {
 	for _, u := range urls {
 		part([]byte(u))
 	}
+	part(t.TLSRootCAs)
+	part([]byte(t.TLSServerName))
 	var key [32]byte
 	copy(key[:], h.Sum(nil))
 	return key
