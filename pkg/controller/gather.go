@@ -82,10 +82,8 @@ type clusterState struct {
 	tls   render.TLS
 	tlsCA []byte
 	// tlsSecrets are generated route TLS Secrets to create or update
-	// before anything else is written; defaultRouteTLS is the
-	// AnnotationDefaultRouteTLS to record, empty when recorded already.
-	tlsSecrets      []*corev1.Secret
-	defaultRouteTLS clusterv1beta1.RouteTLSMode
+	// before anything else is written.
+	tlsSecrets []*corev1.Secret
 	// reloadVia is the $SYS target reloads are sent through.
 	reloadVia observe.Target
 	// blocked is why the target cannot be computed or acted on (a reference

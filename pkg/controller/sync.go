@@ -234,11 +234,9 @@ func (c *Controller) write(ctx context.Context, st *clusterState, out *render.Ou
 		msg, err := refused(err)
 		return nc, msg, err
 	}
-	if patched, err := c.writeTLS(ctx, st); err != nil {
+	if err := c.writeTLS(ctx, st); err != nil {
 		msg, err := refused(err)
 		return nc, msg, err
-	} else {
-		nc, st.nc = patched, patched
 	}
 	if err := c.ensureSharedObjects(ctx, nc, st.shared); err != nil {
 		msg, err := refused(err)

@@ -64,6 +64,7 @@ func newFixture(t *testing.T, nc *clusterv1beta1.NatsCluster, objs ...runtime.Ob
 	if !slices.Contains(nc.Finalizers, clusterv1beta1.FinalizerStreams) {
 		nc.Finalizers = append(nc.Finalizers, clusterv1beta1.FinalizerStreams)
 	}
+
 	return &fixture{t: t, nc: nc, kubeObjects: objs, snap: &observe.Snapshot{
 		Verdict: observe.Verdict{Status: metav1.ConditionUnknown, Reason: clusterv1beta1.ReasonObservationFailed, Message: "not observed"},
 	}}
@@ -232,6 +233,8 @@ func TestSyncCreatesEveryObjectOfANewCluster(t *testing.T) {
 	// patch comes first of all (write adds it before any object).
 	assertActions(t, acts,
 		"create secrets demo-system-user",
+		"create secrets demo-routes-ca",
+		"create secrets demo-routes-tls",
 		"create services demo", "create services demo-headless", "create poddisruptionbudgets demo",
 		"create configmaps demo-0-config", "create statefulsets demo-0",
 		"create configmaps demo-1-config", "create statefulsets demo-1",

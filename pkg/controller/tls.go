@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -52,30 +53,32 @@ func routeTLSNames(nc *clusterv1beta1.NatsCluster) []string {
 	return []string{"*." + h, "*." + h + ".cluster.local"}
 }
 
-// routeTLSMode is what spec.routes.tls asks for; without it, the default
-// recorded on the NatsCluster, or, for a cluster seen for the first time,
-// Generated when no server exists yet and Disabled otherwise (recorded in
-// st.defaultRouteTLS).
+// routeTLSMode is what spec.routes.tls asks for. Without it the servers
+// keep what they run: Generated when a server's config has route TLS (or
+// no server exists yet: a new cluster), Disabled when servers run plain
+// routes (a cluster an earlier release made), so an upgrade of the
+// controller never turns route TLS on, which would split the cluster.
 func routeTLSMode(st *clusterState) clusterv1beta1.RouteTLSMode {
-	nc := st.nc
-	if t := nc.Spec.Routes.TLS; t != nil {
+	if t := st.nc.Spec.Routes.TLS; t != nil {
 		if t.Mode == "" {
 			return clusterv1beta1.RouteTLSGenerated
 		}
 		return t.Mode
 	}
-	switch m := clusterv1beta1.RouteTLSMode(nc.Annotations[clusterv1beta1.AnnotationDefaultRouteTLS]); m {
-	case clusterv1beta1.RouteTLSGenerated, clusterv1beta1.RouteTLSDisabled:
-		return m
-	}
-	mode := clusterv1beta1.RouteTLSGenerated
+	created := false
 	for _, so := range slices.Concat(st.servers, st.extra) {
-		if so.statefulSet != nil {
-			mode = clusterv1beta1.RouteTLSDisabled
+		if so.statefulSet == nil {
+			continue
+		}
+		created = true
+		if so.configMap != nil && strings.Contains(so.configMap.Data[render.ConfigKey], "/"+render.RoutesTLSDir+"/") {
+			return clusterv1beta1.RouteTLSGenerated
 		}
 	}
-	st.defaultRouteTLS = mode
-	return mode
+	if created {
+		return clusterv1beta1.RouteTLSDisabled
+	}
+	return clusterv1beta1.RouteTLSGenerated
 }
 
 // gatherTLS resolves the routes' and clients' certificates into st.tls, or
@@ -84,14 +87,14 @@ func (c *Controller) gatherTLS(st *clusterState, now time.Time) error {
 	nc := st.nc
 	switch routeTLSMode(st) {
 	case clusterv1beta1.RouteTLSGenerated:
-		files, err := c.generatedRouteTLS(st, now)
+		files, err := c.gatherGeneratedRouteTLS(st, now)
 		if err != nil {
 			return err
 		}
 		st.tls.Routes = files
 	case clusterv1beta1.RouteTLSSecret:
 		ref := nc.Spec.Routes.TLS.Secret
-		files, _, err := c.tlsSecret(nc, ref, "spec.routes.tls.secret", true)
+		files, _, err := c.gatherTLSSecret(nc, ref, "spec.routes.tls.secret", true)
 		if err != nil {
 			return err
 		}
@@ -99,7 +102,7 @@ func (c *Controller) gatherTLS(st *clusterState, now time.Time) error {
 		st.tls.Routes = files
 	}
 	if t := nc.Spec.TLS; t != nil && t.Secret != nil {
-		files, ca, err := c.tlsSecret(nc, t.Secret, "spec.tls.secret", t.VerifyClients)
+		files, ca, err := c.gatherTLSSecret(nc, t.Secret, "spec.tls.secret", t.VerifyClients)
 		if err != nil {
 			return err
 		}
@@ -109,10 +112,10 @@ func (c *Controller) gatherTLS(st *clusterState, now time.Time) error {
 	return nil
 }
 
-// tlsSecret reads a TLS Secret the spec names: its certificate and key must
+// gatherTLSSecret reads a TLS Secret the spec names: its certificate and key must
 // load as a key pair, and its CA must be there when needCA (else it is
 // used when present).
-func (c *Controller) tlsSecret(nc *clusterv1beta1.NatsCluster, ref *clusterv1beta1.TLSSecretRef, field string, needCA bool) (*render.TLSFiles, []byte, error) {
+func (c *Controller) gatherTLSSecret(nc *clusterv1beta1.NatsCluster, ref *clusterv1beta1.TLSSecretRef, field string, needCA bool) (*render.TLSFiles, []byte, error) {
 	notReady := func(format string, args ...any) error {
 		return &referenceError{clusterv1beta1.ReasonCertificateNotReady, fmt.Sprintf("%s: ", field) + fmt.Sprintf(format, args...)}
 	}
@@ -150,10 +153,10 @@ func keyOr(k, def string) string {
 	return k
 }
 
-// generatedRouteTLS reads the generated route TLS Secrets and decides what
+// gatherGeneratedRouteTLS reads the generated route TLS Secrets and decides what
 // to create or renew (st.tlsSecrets); the files are those the Secret holds
 // once written.
-func (c *Controller) generatedRouteTLS(st *clusterState, now time.Time) (*render.TLSFiles, error) {
+func (c *Controller) gatherGeneratedRouteTLS(st *clusterState, now time.Time) (*render.TLSFiles, error) {
 	nc := st.nc
 	owned := func(name string) (*corev1.Secret, error) {
 		s, err := c.secrets.Secrets(nc.Namespace).Get(name)
@@ -239,8 +242,8 @@ func secretDigest(parts ...[]byte) string {
 }
 
 // writeTLS creates or updates the generated route TLS Secrets, CA first,
-// and records the default route TLS mode, before anything else is written.
-func (c *Controller) writeTLS(ctx context.Context, st *clusterState) (*clusterv1beta1.NatsCluster, error) {
+// before anything else is written.
+func (c *Controller) writeTLS(ctx context.Context, st *clusterState) error {
 	for _, s := range st.tlsSecrets {
 		var err error
 		verb := "creating"
@@ -253,12 +256,9 @@ func (c *Controller) writeTLS(ctx context.Context, st *clusterState) (*clusterv1
 			c.countWrite("secrets", "update")
 		}
 		if err != nil {
-			return st.nc, writeError(verb, "Secret", s, err)
+			return writeError(verb, "Secret", s, err)
 		}
 		klog.FromContext(ctx).V(2).Info("Wrote a route TLS Secret", "secret", klog.KObj(s), "verb", verb)
 	}
-	if st.defaultRouteTLS == "" {
-		return st.nc, nil
-	}
-	return c.setAnnotations(ctx, st.nc, map[string]string{clusterv1beta1.AnnotationDefaultRouteTLS: string(st.defaultRouteTLS)})
+	return nil
 }

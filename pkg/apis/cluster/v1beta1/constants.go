@@ -142,13 +142,6 @@ const (
 	// server it names is the new, empty one, waiting to rejoin. Cleared
 	// with AnnotationReplaceServer.
 	AnnotationReplaceRejoining = "cluster.nats-operator.io/replace-server-rejoining"
-	// AnnotationDefaultRouteTLS is the controller's record of what an
-	// absent spec.routes.tls means for this NatsCluster: Generated when the
-	// controller first saw it without servers (a new cluster), Disabled
-	// when servers of an earlier release were running (so an upgrade of the
-	// controller does not turn route TLS on, which would split the
-	// cluster). Set once; spec.routes.tls overrides it.
-	AnnotationDefaultRouteTLS = "cluster.nats-operator.io/default-route-tls"
 	// RestartAllResetJetStream is the value of AnnotationRestartAll that
 	// accepts leaving existing streams behind.
 	RestartAllResetJetStream = "reset-jetstream"

@@ -23,11 +23,11 @@ package v1beta1
 //
 // RoutesSpec configures the routes between the servers.
 type RoutesSpecApplyConfiguration struct {
-	// tls secures the routes. When absent: Generated for a NatsCluster
-	// created by this release of the controller, Disabled for one whose
-	// servers an earlier release created (the controller records which in
-	// the annotation cluster.nats-operator.io/default-route-tls when it first
-	// sees the NatsCluster). Turning route TLS on or off on a running cluster
+	// tls secures the routes. When absent the servers keep what they run:
+	// Generated for a new NatsCluster, and for one whose servers run route
+	// TLS; Disabled for one whose servers run plain routes (one an earlier
+	// release of the controller made, so an upgrade never turns route TLS
+	// on). Turning route TLS on or off on a running cluster
 	// cannot roll out one server at a time (a server with route TLS and one
 	// without cannot route to each other): it is held, and the
 	// cluster.nats-operator.io/restart-all annotation restarts every server
