@@ -214,6 +214,15 @@ func TestBadNatsClustersAreRefusedNamingTheField(t *testing.T) {
 		{name: "a claim label key with a space is refused", edits: []edit{set("spec.jetstream.volumeClaimTemplate.metadata.labels", map[string]any{"bad key": "x"})}, field: "spec.jetstream.volumeClaimTemplate.metadata.labels", reason: metav1.StatusReasonInvalid},
 		{name: "a claim label value of 64 characters is refused", edits: []edit{set("spec.jetstream.volumeClaimTemplate.metadata.labels", map[string]any{"team": strings.Repeat("v", 64)})}, field: "spec.jetstream.volumeClaimTemplate.metadata.labels.team", reason: metav1.StatusReasonInvalid},
 		{name: "a JetStream domain with a space is refused", edits: []edit{set("spec.jetstream.domain", "my hub")}, field: "spec.jetstream.domain", reason: metav1.StatusReasonInvalid},
+		{name: "client TLS with both a Secret and a Certificate is refused", edits: []edit{set("spec.tls", map[string]any{
+			"secret": map[string]any{"name": "demo-tls"}, "certificate": map[string]any{"issuerRef": map[string]any{"name": "ca"}}})}, field: "spec.tls", reason: metav1.StatusReasonInvalid},
+		{name: "client TLS with neither a Secret nor a Certificate is refused", edits: []edit{set("spec.tls", map[string]any{"verifyClients": true})}, field: "spec.tls", reason: metav1.StatusReasonInvalid},
+		{name: "a client TLS key name with a slash is refused", edits: []edit{set("spec.tls", map[string]any{"secret": map[string]any{"name": "demo-tls", "certKey": "certs/tls.crt"}})}, field: "spec.tls.secret.certKey", reason: metav1.StatusReasonInvalid},
+		{name: "a client TLS Secret name in upper case is refused", edits: []edit{set("spec.tls", map[string]any{"secret": map[string]any{"name": "Demo-TLS"}})}, field: "spec.tls.secret.name", reason: metav1.StatusReasonInvalid},
+		{name: "a Certificate issuer of another kind is refused", edits: []edit{set("spec.tls", map[string]any{"certificate": map[string]any{"issuerRef": map[string]any{"name": "ca", "kind": "Vault"}}})}, field: "spec.tls.certificate.issuerRef.kind", reason: metav1.StatusReasonInvalid},
+		{name: "route TLS mode Secret without a Secret is refused", edits: []edit{set("spec.routes.tls", map[string]any{"mode": "Secret"})}, field: "spec.routes.tls.secret", reason: metav1.StatusReasonInvalid},
+		{name: "route TLS Disabled with a Secret is refused", edits: []edit{set("spec.routes.tls", map[string]any{"mode": "Disabled", "secret": map[string]any{"name": "x"}})}, field: "spec.routes.tls.secret", reason: metav1.StatusReasonInvalid},
+		{name: "an unknown route TLS mode is refused", edits: []edit{set("spec.routes.tls", map[string]any{"mode": "SelfSigned"})}, field: "spec.routes.tls.mode", reason: metav1.StatusReasonInvalid},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
