@@ -1,0 +1,286 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/nats-operator/nats-operator/internal/pki"
+	"github.com/nats-operator/nats-operator/internal/poll"
+	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
+	"github.com/nats-operator/nats-operator/test/framework"
+)
+
+// clientNames are the names the client certificate is for: the client
+// Service's.
+var clientNames = []string{"demo.nats.svc", "demo.nats.svc.cluster.local"}
+
+// clientTLSSecret creates the Secret demo-client-tls with a certificate for
+// clientNames under a new CA, and returns the CA.
+func clientTLSSecret(ctx context.Context, t *testing.T, s *framework.Stack) pki.Pair {
+	t.Helper()
+	ca, err := pki.NewCA("e2e client CA", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeClientCert(ctx, t, s, ca, false)
+	return ca
+}
+
+// writeClientCert issues a certificate under ca into demo-client-tls,
+// updating the Secret when update.
+func writeClientCert(ctx context.Context, t *testing.T, s *framework.Stack, ca pki.Pair, update bool) *x509.Certificate {
+	t.Helper()
+	leaf, err := pki.Issue(ca, "demo", clientNames, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "demo-client-tls", Namespace: "nats"},
+		Data: map[string][]byte{"tls.crt": leaf.Cert, "tls.key": leaf.Key, "ca.crt": ca.Cert}}
+	if update {
+		_, err = s.Kube.CoreV1().Secrets("nats").Update(ctx, sec, metav1.UpdateOptions{})
+	} else {
+		_, err = s.Kube.CoreV1().Secrets("nats").Create(ctx, sec, metav1.CreateOptions{})
+	}
+	if err != nil {
+		t.Fatalf("writing Secret demo-client-tls: %v", err)
+	}
+	c, err := tls.X509KeyPair(leaf.Cert, leaf.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, _ := x509.ParseCertificate(c.Certificate[0])
+	return x
+}
+
+// withClientTLS sets spec.tls.secret.name demo-client-tls.
+func withClientTLS(o *unstructured.Unstructured) {
+	_ = unstructured.SetNestedField(o.Object, "demo-client-tls", "spec", "tls", "secret", "name")
+}
+
+// tlsOption verifies the servers' client certificate under ca for name.
+func tlsOption(ca []byte, name string) nats.Option {
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca)
+	return nats.Secure(&tls.Config{RootCAs: pool, ServerName: name, MinVersion: tls.VersionTLS12})
+}
+
+// varzTLS is what a server's /varz says of its TLS.
+type varzTLS struct {
+	TLSRequired bool      `json:"tls_required"`
+	TLSVerify   bool      `json:"tls_verify"`
+	NotAfter    time.Time `json:"tls_cert_not_after"`
+	Cluster     struct {
+		TLSRequired bool      `json:"tls_required"`
+		TLSVerify   bool      `json:"tls_verify"`
+		NotAfter    time.Time `json:"tls_cert_not_after"`
+	} `json:"cluster"`
+}
+
+func readVarzTLS(ctx context.Context, t *testing.T, s *framework.Stack, server string) varzTLS {
+	t.Helper()
+	pod, err := s.Kube.CoreV1().Pods("nats").Get(ctx, server+"-0", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get("http://" + pod.Status.PodIP + ":8222/varz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var v varzTLS
+	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// A new cluster has route TLS, and client TLS from a Secret: every server
+// requires and verifies TLS on its routes (and every route is up), a plain
+// TCP connection to a route port gets no further than the TLS requirement,
+// clients connect over TLS verifying the certificate and the Service's name,
+// and a client without the CA, with another name, or without TLS is refused.
+func TestANewClusterHasRouteTLSAndClientTLSFromASecret(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	s := framework.StartStack(ctx, t)
+	s.CreateNamespace(ctx, t, "nats")
+	ca := clientTLSSecret(ctx, t, s)
+	s.ApplyExample(ctx, t, "nats", "natscluster-jetstream.yaml", func(o *unstructured.Unstructured) {
+		if o.GetKind() == "NatsCluster" {
+			withClientTLS(o)
+		}
+	})
+	nc := s.WaitSettledUpToDate(ctx, t, "nats", "demo", 3*time.Minute)
+	if got := nc.Status.Endpoints.Client; got != "tls://demo.nats.svc:4222" {
+		t.Errorf("status.endpoints.client %q, want tls://demo.nats.svc:4222", got)
+	}
+	for _, srv := range servers {
+		v := readVarzTLS(ctx, t, s, srv)
+		if !v.Cluster.TLSRequired || !v.Cluster.TLSVerify || v.Cluster.NotAfter.IsZero() {
+			t.Errorf("%s: /varz cluster tls_required %v, tls_verify %v, tls_cert_not_after %v: want route TLS, verified", srv, v.Cluster.TLSRequired, v.Cluster.TLSVerify, v.Cluster.NotAfter)
+		}
+		if !v.TLSRequired || v.NotAfter.IsZero() {
+			t.Errorf("%s: /varz tls_required %v, tls_cert_not_after %v: want client TLS", srv, v.TLSRequired, v.NotAfter)
+		}
+	}
+
+	// A plain TCP route connection: the server's INFO requires TLS, and a
+	// CONNECT in the clear gets no PONG.
+	pod, err := s.Kube.CoreV1().Pods("nats").Get(ctx, "demo-0-0", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.DialTimeout("tcp", net.JoinHostPort(pod.Status.PodIP, "6222"), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	r := bufio.NewReader(conn)
+	info, _ := r.ReadString('\n')
+	if !strings.Contains(info, `"tls_required":true`) {
+		t.Errorf("the route port's INFO does not require TLS: %q", info)
+	}
+	_, _ = conn.Write([]byte("CONNECT {}\r\nPING\r\n"))
+	rest, _ := r.ReadString('\n')
+	conn.Close()
+	if strings.HasPrefix(rest, "PONG") {
+		t.Errorf("a plain route connection got %q", rest)
+	}
+	t.Logf("plain route connection: INFO %.80s..., then %q", info, rest)
+
+	urls := s.PodURLs(ctx, t, "nats", "demo")
+	ok := framework.Connect(t, urls, tlsOption(ca.Cert, "demo.nats.svc"))
+	if !ok.TLSRequired() {
+		t.Error("the TLS connection does not say TLS")
+	}
+	other, _ := pki.NewCA("other", time.Now())
+	for what, opts := range map[string][]nats.Option{
+		"another CA":   {tlsOption(other.Cert, "demo.nats.svc")},
+		"another name": {tlsOption(ca.Cert, "demo.other.svc")},
+		"no TLS":       nil,
+	} {
+		c, err := nats.Connect(strings.Join(urls, ","), append(opts, nats.Timeout(2*time.Second))...)
+		if err == nil {
+			c.Close()
+			t.Errorf("a client with %s connected", what)
+			continue
+		}
+		t.Logf("a client with %s is refused: %v", what, err)
+	}
+}
+
+// Rotating the client certificate (a new one in the Secret) and the route
+// certificate (the controller reissues it when its Secret goes) under a
+// publisher over TLS: no pod restarts, every server reports the new
+// certificates' expiry, the config is applied by Reload, and no
+// acknowledged message is lost.
+func TestRotatingCertificatesReloadsWithoutRestarts(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	s := framework.StartStack(ctx, t)
+	s.CreateNamespace(ctx, t, "nats")
+	ca := clientTLSSecret(ctx, t, s)
+	s.ApplyExample(ctx, t, "nats", "natscluster-jetstream.yaml", func(o *unstructured.Unstructured) {
+		if o.GetKind() == "NatsCluster" {
+			withClientTLS(o)
+		}
+	})
+	s.WaitSettledUpToDate(ctx, t, "nats", "demo", 3*time.Minute)
+	secure := tlsOption(ca.Cert, "demo.nats.svc")
+	conn := framework.Connect(t, s.PodURLs(ctx, t, "nats", "demo"), secure)
+	js, err := jetstream.New(conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	framework.CreateStream(ctx, t, js, "ORDERS", 3)
+	pub := framework.StartPublisher(ctx, js, "ORDERS.new")
+	pods := []string{"demo-0-0", "demo-1-0", "demo-2-0"}
+	before := s.PodUIDs(ctx, "nats", pods...)
+	oldRoute := readVarzTLS(ctx, t, s, "demo-0").Cluster.NotAfter
+
+	time.Sleep(1100 * time.Millisecond) // a new certificate's NotAfter differs by at least a second
+	start := time.Now()
+	newCert := writeClientCert(ctx, t, s, ca, true)
+	waitAllReport(ctx, t, s, "the new client certificate", func(v varzTLS) bool { return v.NotAfter.Equal(newCert.NotAfter) })
+	t.Logf("client certificate rotated on every server in %s", time.Since(start).Round(time.Millisecond))
+
+	time.Sleep(1100 * time.Millisecond)
+	start = time.Now()
+	if err := s.Kube.CoreV1().Secrets("nats").Delete(ctx, "demo-routes-tls", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitAllReport(ctx, t, s, "a new route certificate", func(v varzTLS) bool { return v.Cluster.NotAfter.After(oldRoute) })
+	t.Logf("route certificate reissued and reloaded on every server in %s", time.Since(start).Round(time.Millisecond))
+
+	nc := s.WaitSettledUpToDate(ctx, t, "nats", "demo", 2*time.Minute)
+	if nc.Status.Config == nil || nc.Status.Config.AppliedBy != clusterv1beta1.AppliedByReload {
+		t.Errorf("status.config %+v, want AppliedBy Reload", nc.Status.Config)
+	}
+	if after := s.PodUIDs(ctx, "nats", pods...); !equalMaps(after, before) {
+		t.Errorf("pods restarted: %v, before %v", after, before)
+	}
+	verifyNoLossOf(ctx, t, s, "ORDERS", pub, secure)
+}
+
+func waitAllReport(ctx context.Context, t *testing.T, s *framework.Stack, what string, ok func(varzTLS) bool) {
+	t.Helper()
+	poll.Eventually(t, 3*time.Minute, 250*time.Millisecond, "every server reports "+what, func() error {
+		for _, srv := range servers {
+			if v := readVarzTLS(ctx, t, s, srv); !ok(v) {
+				return fmt.Errorf("%s reports client %v, routes %v", srv, v.NotAfter, v.Cluster.NotAfter)
+			}
+		}
+		return nil
+	})
+}
+
+// A client TLS Secret that does not exist holds the cluster with
+// CertificateNotReady naming it, and nothing is created; once the Secret
+// exists the cluster comes up.
+func TestAMissingTLSSecretHoldsUntilItExists(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	s := framework.StartStack(ctx, t)
+	s.CreateNamespace(ctx, t, "nats")
+	s.ApplyExample(ctx, t, "nats", "natscluster-jetstream.yaml", func(o *unstructured.Unstructured) {
+		if o.GetKind() == "NatsCluster" {
+			withClientTLS(o)
+		}
+	})
+	var msg string
+	poll.Eventually(t, time.Minute, 250*time.Millisecond, "CertificateNotReady", func() error {
+		nc, err := s.Cluster(ctx, "nats", "demo")
+		if err != nil {
+			return err
+		}
+		c := conditionOf(nc, clusterv1beta1.ConditionProgressing)
+		if c.Reason != clusterv1beta1.ReasonCertificateNotReady {
+			return fmt.Errorf("Progressing %s: %s", c.Reason, c.Message)
+		}
+		msg = c.Message
+		return nil
+	})
+	t.Logf("held: %s", msg)
+	requireContains(t, "the hold", msg, "spec.tls.secret", "demo-client-tls", "no server was changed")
+	time.Sleep(10 * time.Second)
+	if sts, err := s.Kube.AppsV1().StatefulSets("nats").List(ctx, metav1.ListOptions{}); err != nil || len(sts.Items) != 0 {
+		t.Fatalf("StatefulSets created while held: %v (%v)", len(sts.Items), err)
+	}
+	clientTLSSecret(ctx, t, s)
+	s.WaitSettledUpToDate(ctx, t, "nats", "demo", 3*time.Minute)
+}
