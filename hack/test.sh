@@ -9,6 +9,8 @@ echo "== test-bed binaries"
 bash hack/testbin.sh control-plane
 bash hack/testbin.sh nats 2.15.2
 bash hack/testbin.sh nats 2.15.1
+# test/certmanager runs cert-manager's controllers (about 8 minutes cold).
+bash hack/testbin.sh cert-manager
 
 echo "== generated code is up to date"
 bash hack/verify-codegen.sh
@@ -17,6 +19,7 @@ bash hack/verify-codegen-test.sh
 
 echo "== go vet"
 go vet ./...
+(cd hack/cert-manager-controller && go vet .)
 
 echo "== go test"
 go test ./... -count=1 -timeout 60m ${GOTEST_FLAGS:-}
