@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"net"
 	"time"
 )
 
@@ -51,6 +52,10 @@ func NewCA(cn string, now time.Time) (Pair, error) {
 // Issue makes a certificate for dnsNames under ca, valid from now for
 // CertLifetime, for server and client authentication.
 func Issue(ca Pair, cn string, dnsNames []string, now time.Time) (Pair, error) {
+	return issue(ca, cn, dnsNames, nil, now)
+}
+
+func issue(ca Pair, cn string, dnsNames []string, ips []net.IP, now time.Time) (Pair, error) {
 	caCert, caKey, err := parse(ca)
 	if err != nil {
 		return Pair{}, fmt.Errorf("the CA: %w", err)
@@ -63,6 +68,7 @@ func Issue(ca Pair, cn string, dnsNames []string, now time.Time) (Pair, error) {
 		SerialNumber: serial(),
 		Subject:      pkix.Name{CommonName: cn},
 		DNSNames:     dnsNames,
+		IPAddresses:  ips,
 		NotBefore:    now.Add(-time.Hour),
 		NotAfter:     now.Add(CertLifetime),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
@@ -73,6 +79,12 @@ func Issue(ca Pair, cn string, dnsNames []string, now time.Time) (Pair, error) {
 		return Pair{}, err
 	}
 	return encode(der, key)
+}
+
+// IssueForIPs is Issue for IP addresses (tests that dial loopback
+// addresses).
+func IssueForIPs(ca Pair, cn string, ips []net.IP, now time.Time) (Pair, error) {
+	return issue(ca, cn, nil, ips, now)
 }
 
 // Check says why cert (PEM) is not a usable certificate for dnsNames under

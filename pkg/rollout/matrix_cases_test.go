@@ -1,15 +1,19 @@
 package rollout
 
 import (
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nkeys"
 
+	"github.com/nats-operator/nats-operator/internal/pki"
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
 	"github.com/nats-operator/nats-operator/pkg/render"
 	"github.com/nats-operator/nats-operator/pkg/render/rendertest"
@@ -30,12 +34,14 @@ type matrixSpec struct {
 	trust   *render.Trust
 	// systemUser is the controller's system user (without auth only).
 	systemUser *render.SystemUser
+	// tls is the routes' and clients' TLS (matrixTLSFiles).
+	tls render.TLS
 }
 
 // render renders the spec; a spec of the matrix always renders.
 func (m matrixSpec) render(t testing.TB) *render.Output {
 	t.Helper()
-	out, err := render.Render(render.Input{Cluster: m.cluster, Trust: m.trust, SystemUser: m.systemUser})
+	out, err := render.Render(render.Input{Cluster: m.cluster, Trust: m.trust, SystemUser: m.systemUser, TLS: m.tls})
 	if err != nil {
 		t.Fatalf("rendering NatsCluster %s: %v", m.cluster.Name, err)
 	}
@@ -146,6 +152,19 @@ func matrixCases(t testing.TB, tr *matrixTrust) []matrixCase {
 		return s
 	}
 	withSystemUser := func(s matrixSpec, u *render.SystemUser) matrixSpec { s.systemUser = u; return s }
+	routeTLS := func(s matrixSpec) matrixSpec { s.tls.Routes = matrixTLSFiles; return s }
+	clientTLS := func(s matrixSpec) matrixSpec {
+		f := *matrixTLSFiles
+		f.Verify = false
+		s.tls.Client = &f
+		return s
+	}
+	rotated := func(s matrixSpec) matrixSpec {
+		f := *s.tls.Routes
+		f.Digest = "rotated"
+		s.tls.Routes = &f
+		return s
+	}
 	cacheResolver := rendertest.Resolver(clusterv1beta1.ResolverCache)
 	one := func(k ChangeKind) []ChangeKind { return []ChangeKind{k} }
 
@@ -173,6 +192,13 @@ func matrixCases(t testing.TB, tr *matrixTrust) []matrixCase {
 		{"remove the system user", one(ChangeSystemUser), withSystemUser(spec(), rendertest.SystemUser()), spec()},
 		// No kind: the password hash is no fact, and this case proves it rolls.
 		{"new system user password", nil, withSystemUser(spec(), rendertest.SystemUser()), withSystemUser(spec(), rendertest.RotatedSystemUser())},
+		{"turn route TLS on", one(ChangeRouteTLS), spec(), routeTLS(spec())},
+		{"turn route TLS off", one(ChangeRouteTLS), routeTLS(spec()), spec()},
+		// No kind: a new certificate is no fact (the digest in
+		// server_metadata), and this case proves servers with either roll.
+		{"new route certificate", nil, routeTLS(spec()), rotated(routeTLS(spec()))},
+		{"turn client TLS on", one(ChangeClientTLS), spec(), clientTLS(spec())},
+		{"turn client TLS off", one(ChangeClientTLS), clientTLS(spec()), spec()},
 	}
 }
 
@@ -268,6 +294,57 @@ func serverRuns(t testing.TB, spec matrixSpec, out *render.Output, bins map[stri
 		if facts.SystemUser {
 			runs[i].SystemPassword = systemUserPassword(spec.systemUser)
 		}
+		if facts.RouteTLS || facts.ClientTLS {
+			ca := writeMatrixTLS(t, locals, locals[i].Dir)
+			if facts.ClientTLS {
+				runs[i].ClientCA = ca
+			}
+		}
 	}
 	return runs
+}
+
+// matrixTLSFiles are the TLS Secrets a case renders with: the matrix writes
+// their files itself (writeMatrixTLS).
+var matrixTLSFiles = &render.TLSFiles{Secret: "demo-tls", CertKey: "tls.crt", KeyKey: "tls.key", CAKey: "ca.crt", Digest: "matrix", Verify: true}
+
+// writeMatrixTLS writes a CA and a certificate under it for every local
+// address (IP SANs: routes and clients dial the loopback addresses) into
+// dir/config/{routes-tls,client-tls}, as the config volume holds them, and
+// returns the CA.
+func writeMatrixTLS(t testing.TB, locals []rendertest.Local, dir string) []byte {
+	t.Helper()
+	matrixPKI.once.Do(func() {
+		now := time.Now()
+		matrixPKI.ca, matrixPKI.err = pki.NewCA("matrix CA", now)
+	})
+	if matrixPKI.err != nil {
+		t.Fatal(matrixPKI.err)
+	}
+	var ips []net.IP
+	for _, l := range locals {
+		ips = append(ips, net.ParseIP(l.Host))
+	}
+	leaf, err := pki.IssueForIPs(matrixPKI.ca, "matrix", ips, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sub := range []string{render.RoutesTLSDir, render.ClientTLSDir} {
+		d := filepath.Join(dir, "config", sub)
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		for name, b := range map[string][]byte{"tls.crt": leaf.Cert, "tls.key": leaf.Key, "ca.crt": matrixPKI.ca.Cert} {
+			if err := os.WriteFile(filepath.Join(d, name), b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return matrixPKI.ca.Cert
+}
+
+var matrixPKI struct {
+	once sync.Once
+	ca   pki.Pair
+	err  error
 }

@@ -1,6 +1,8 @@
 package rollout
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -60,6 +62,9 @@ type serverRun struct {
 	// SystemPassword is the password of the controller's system user when
 	// the config has it (without auth); "" otherwise.
 	SystemPassword string
+	// ClientCA is the PEM CA of the servers' client certificate when the
+	// config has client TLS; nil otherwise.
+	ClientCA []byte
 }
 
 // HasSystemUser reports whether the config has the controller's system user.
@@ -70,6 +75,13 @@ func (r serverRun) clientOptions() []nats.Option {
 	opts := []nats.Option{nats.Timeout(2 * time.Second), nats.NoReconnect(), nats.IgnoreDiscoveredServers()}
 	if r.Creds != "" {
 		opts = append(opts, nats.UserCredentials(r.Creds))
+	}
+	if r.ClientCA != nil {
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM(r.ClientCA)
+		// The matrix's certificates name the loopback addresses (IP SANs),
+		// which nats.go verifies against the address it dials.
+		opts = append(opts, nats.Secure(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}))
 	}
 	return opts
 }

@@ -40,8 +40,9 @@ func (l Local) MonitorURL() string { return fmt.Sprintf("http://%s:%d", l.Host, 
 // LocalizeConfig rewrites a rendered nats.conf to run on this machine: the
 // listen addresses become self's loopback ports, each route's pod host name
 // (a key of routes, e.g. "demo-1-0.demo-headless.ns.svc") becomes that
-// server's loopback cluster port, and /data and /var/run/nats move under
-// self.Dir. Everything else is kept as rendered.
+// server's loopback cluster port, and /data, /var/run/nats and the TLS
+// files under /etc/nats-config move under self.Dir (data, run, config; the
+// caller writes the TLS files there). Everything else is kept as rendered.
 func LocalizeConfig(cfg []byte, self Local, routes map[string]Local) ([]byte, error) {
 	var m map[string]any
 	dec := json.NewDecoder(bytes.NewReader(cfg))
@@ -58,14 +59,29 @@ func LocalizeConfig(cfg []byte, self Local, routes map[string]Local) ([]byte, er
 			return filepath.Join(self.Dir, "data", strings.TrimPrefix(p, render.DataDir))
 		case strings.HasPrefix(p, render.PidDir):
 			return filepath.Join(self.Dir, "run", strings.TrimPrefix(p, render.PidDir))
+		case strings.HasPrefix(p, render.ConfigDir):
+			return filepath.Join(self.Dir, "config", strings.TrimPrefix(p, render.ConfigDir))
 		}
 		return p
 	}
+	tlsPaths := func(block any) {
+		b, ok := block.(map[string]any)
+		if !ok {
+			return
+		}
+		for _, k := range []string{"cert_file", "key_file", "ca_file"} {
+			if p, ok := b[k].(string); ok {
+				b[k] = path(p)
+			}
+		}
+	}
+	tlsPaths(m["tls"])
 	if p, ok := m["pid_file"].(string); ok {
 		m["pid_file"] = path(p)
 	}
 	if cl, ok := m["cluster"].(map[string]any); ok {
 		cl["listen"] = hostPort(self.ClusterPort)
+		tlsPaths(cl["tls"])
 		if rs, ok := cl["routes"].([]any); ok {
 			for i, r := range rs {
 				u, err := url.Parse(r.(string))
