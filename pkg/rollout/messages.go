@@ -116,6 +116,9 @@ func heldMessage(changes []Change, split bool, servers []string, leavesStreams, 
 	} else {
 		fmt.Fprintf(&b, "%s would leave JetStream empty", strings.Join(what, " and "))
 	}
+	if split && !resets(changes) {
+		b.WriteString("; JetStream keeps its streams and messages through this change")
+	}
 	if leavesStreams {
 		if streamsKnown {
 			fmt.Fprintf(&b, "; JetStream will start empty because the system account changes; %d %s would be left behind (%s)",
@@ -129,6 +132,16 @@ func heldMessage(changes []Change, split bool, servers []string, leavesStreams, 
 		}
 	}
 	return b.String()
+}
+
+// resets says whether a change of changes leaves JetStream empty.
+func resets(changes []Change) bool {
+	for _, c := range changes {
+		if effects[c.Kind].ResetsJetStream {
+			return true
+		}
+	}
+	return false
 }
 
 // restartAllMessage: "restarting demo-2, demo-1, demo-0 together", and the
