@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/dynamic"
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -122,6 +123,11 @@ func run(ctx context.Context, o options) error {
 		Secrets:        secretFactory.Core().V1().Secrets(),
 	}, metrics)
 	ctrl.SetReloadTimeout(o.reloadTimeout)
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	ctrl.SetDynamicClient(dyn)
 
 	// Caches fill whether or not this replica leads, so a new leader starts warm.
 	kubeFactory.Start(ctx.Done())

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	policyinformers "k8s.io/client-go/informers/policy/v1"
@@ -72,6 +73,8 @@ type Controller struct {
 	kubeClient kubernetes.Interface
 	// natsClient writes NatsClusters (status and one-shot annotations).
 	natsClient versioned.Interface
+	// dynamic reads and writes cert-manager Certificates; nil without.
+	dynamic dynamic.Interface
 
 	clusters       clusterlisters.NatsClusterLister
 	operatorTrusts trustlisters.NatsOperatorTrustLister
@@ -319,6 +322,9 @@ func refersTo(nc *clusterv1beta1.NatsCluster, obj interface{}, name string) bool
 			return true
 		}
 		if t := nc.Spec.TLS; t != nil && t.Secret != nil && t.Secret.Name == name {
+			return true
+		}
+		if t := nc.Spec.TLS; t != nil && t.Certificate != nil && clientTLSName(nc) == name {
 			return true
 		}
 	}

@@ -31,6 +31,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
@@ -84,6 +85,8 @@ type clusterState struct {
 	// tlsSecrets are generated route TLS Secrets to create or update
 	// before anything else is written.
 	tlsSecrets []*corev1.Secret
+	// certificate is the client Certificate to create or update.
+	certificate *unstructured.Unstructured
 	// reloadVia is the $SYS target reloads are sent through.
 	reloadVia observe.Target
 	// blocked is why the target cannot be computed or acted on (a reference

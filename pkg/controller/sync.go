@@ -238,6 +238,10 @@ func (c *Controller) write(ctx context.Context, st *clusterState, out *render.Ou
 		msg, err := refused(err)
 		return nc, msg, err
 	}
+	if err := c.writeCertificate(ctx, st); err != nil {
+		msg, err := refused(err)
+		return nc, msg, err
+	}
 	if err := c.ensureSharedObjects(ctx, nc, st.shared); err != nil {
 		msg, err := refused(err)
 		return nc, msg, err

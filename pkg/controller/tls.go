@@ -101,6 +101,9 @@ func (c *Controller) gatherTLS(st *clusterState, now time.Time) error {
 		files.Verify = true
 		st.tls.Routes = files
 	}
+	if t := nc.Spec.TLS; t != nil && t.Certificate != nil {
+		return c.gatherCertificate(context.TODO(), st)
+	}
 	if t := nc.Spec.TLS; t != nil && t.Secret != nil {
 		files, ca, err := c.gatherTLSSecret(nc, t.Secret, "spec.tls.secret", t.VerifyClients)
 		if err != nil {
