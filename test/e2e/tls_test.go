@@ -18,11 +18,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/nats-operator/nats-operator/internal/pki"
 	"github.com/nats-operator/nats-operator/internal/poll"
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
 	"github.com/nats-operator/nats-operator/test/framework"
+	"github.com/nats-operator/nats-operator/test/testenv"
 )
 
 // clientNames are the names the client certificate is for: the client
@@ -283,4 +286,71 @@ func TestAMissingTLSSecretHoldsUntilItExists(t *testing.T) {
 	}
 	clientTLSSecret(ctx, t, s)
 	s.WaitSettledUpToDate(ctx, t, "nats", "demo", 3*time.Minute)
+}
+
+// Client TLS from a cert-manager Certificate (real cert-manager controllers,
+// built by hack/testbin.sh): while the CA Issuer has no CA Secret, the
+// Certificate the controller created is not Ready and the cluster holds
+// with CertificateNotReady naming it, creating no server; once the CA
+// Secret exists, cert-manager issues the certificate, the cluster comes up,
+// and clients verify it under the CA for the client Service's name.
+func TestClientTLSFromACertManagerCertificate(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	s := framework.StartStack(ctx, t)
+	if _, err := s.Env.StartCertManager(ctx, testenv.CertManagerOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s.CreateNamespace(ctx, t, "nats")
+	dyn := dynamic.NewForConfigOrDie(s.Env.Config)
+	issuers := schema.GroupVersionResource{Group: "cert-manager.io", Version: "v1", Resource: "issuers"}
+	issuer := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "cert-manager.io/v1", "kind": "Issuer",
+		"metadata": map[string]any{"name": "demo-ca", "namespace": "nats"},
+		"spec":     map[string]any{"ca": map[string]any{"secretName": "demo-ca"}},
+	}}
+	if _, err := dyn.Resource(issuers).Namespace("nats").Create(ctx, issuer, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s.ApplyExample(ctx, t, "nats", "natscluster-jetstream.yaml", func(o *unstructured.Unstructured) {
+		if o.GetKind() == "NatsCluster" {
+			_ = unstructured.SetNestedField(o.Object, "demo-ca", "spec", "tls", "certificate", "issuerRef", "name")
+		}
+	})
+	var msg string
+	poll.Eventually(t, 2*time.Minute, 250*time.Millisecond, "CertificateNotReady naming the Certificate", func() error {
+		nc, err := s.Cluster(ctx, "nats", "demo")
+		if err != nil {
+			return err
+		}
+		c := conditionOf(nc, clusterv1beta1.ConditionProgressing)
+		if c.Reason != clusterv1beta1.ReasonCertificateNotReady || !strings.Contains(c.Message, "is not Ready") {
+			return fmt.Errorf("Progressing %s: %s", c.Reason, c.Message)
+		}
+		msg = c.Message
+		return nil
+	})
+	t.Logf("held: %s", msg)
+	requireContains(t, "the hold", msg, "Certificate nats/demo-client-tls", "no server was changed")
+	if sts, err := s.Kube.AppsV1().StatefulSets("nats").List(ctx, metav1.ListOptions{}); err != nil || len(sts.Items) != 0 {
+		t.Fatalf("StatefulSets created while held: %d (%v)", len(sts.Items), err)
+	}
+
+	ca, err := pki.NewCA("e2e issuer CA", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Kube.CoreV1().Secrets("nats").Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "demo-ca", Namespace: "nats"}, Type: corev1.SecretTypeTLS,
+		Data: map[string][]byte{corev1.TLSCertKey: ca.Cert, corev1.TLSPrivateKeyKey: ca.Key},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	nc := s.WaitSettledUpToDate(ctx, t, "nats", "demo", 4*time.Minute)
+	t.Logf("up %s after the CA Secret was created; endpoint %s", time.Since(start).Round(time.Millisecond), nc.Status.Endpoints.Client)
+	conn := framework.Connect(t, s.PodURLs(ctx, t, "nats", "demo"), tlsOption(ca.Cert, "demo.nats.svc"))
+	if !conn.TLSRequired() {
+		t.Error("the connection is not TLS")
+	}
 }
