@@ -166,6 +166,26 @@ func renderedObjects(u *unstructured.Unstructured, trust *render.Trust) ([]runti
 	if nc.Spec.Auth != nil {
 		in.Trust = trust
 	}
+	// TLS as the controller resolves it once the Secrets exist: routes on
+	// their generated Secret or spec.routes.tls.secret, clients on
+	// spec.tls.secret or the Certificate's Secret.
+	tlsFiles := func(name string, ref *clusterv1beta1.TLSSecretRef) *render.TLSFiles {
+		f := &render.TLSFiles{Secret: name, CertKey: "tls.crt", KeyKey: "tls.key", CAKey: "ca.crt", Digest: "0123456789", Verify: true}
+		if ref != nil {
+			f.Secret, f.CertKey, f.KeyKey, f.CAKey = ref.Name, ref.CertKey, ref.KeyKey, ref.CAKey
+		}
+		return f
+	}
+	if rt := nc.Spec.Routes.TLS; rt == nil || rt.Mode != clusterv1beta1.RouteTLSDisabled {
+		var ref *clusterv1beta1.TLSSecretRef
+		if rt != nil {
+			ref = rt.Secret
+		}
+		in.TLS.Routes = tlsFiles(nc.Name+"-routes-tls", ref)
+	}
+	if ct := nc.Spec.TLS; ct != nil {
+		in.TLS.Client = tlsFiles(nc.Name+"-client-tls", ct.Secret)
+	}
 	out, err := render.Render(in)
 	if err != nil {
 		return nil, err
