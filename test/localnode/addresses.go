@@ -9,8 +9,8 @@ import (
 )
 
 // addresses hands out loopback addresses by pod name. A name keeps its
-// address for the node's lifetime, so a DNS name can be resolved before its
-// pod exists and a recreated pod comes back on the same address; two names
+// address for the node's lifetime, so a recreated pod comes back on the
+// same address (and a test can know it before the pod exists); two names
 // never share one. Each node holds one block 127.<b>.*.* (b from 0) under an
 // flock, so nodes in parallel test processes never collide; block 0 starts at
 // 127.0.0.2.

@@ -15,6 +15,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nats-operator/nats-operator/test/localnode/internal/podns"
 )
 
 // container runs one container of a pod as a local process. Its fields
@@ -298,6 +300,11 @@ func (c *container) runOnce(ctx context.Context) (int, time.Duration, error) {
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env, cmd.Dir, cmd.Stdout, cmd.Stderr = env, dir, logf, logf
+	if err := podns.Prepare(cmd, c.w.n.nsMode, c.w.podMounts()); err != nil {
+		logf.Close()
+		c.setWaiting("RunContainerError", err.Error())
+		return 0, 0, err
+	}
 	c.w.mu.Lock()
 	restarts := c.restartCount
 	if c.everStarted {
@@ -449,7 +456,7 @@ func (c *container) runHook(ctx context.Context, h *corev1.LifecycleHandler, dea
 	case h.Exec != nil:
 		argv := c.w.rewriter(pod, c.spec, binary).Command(h.Exec.Command)
 		c.logLine("running %s hook: %s", name, strings.Join(argv, " "))
-		code, out, err := c.w.n.execIn(ctx, argv, env, c.w.dir)
+		code, out, err := c.w.execIn(ctx, argv, env)
 		if len(out) > 0 {
 			c.logLine("%s hook output: %s", name, strings.TrimSpace(string(out)))
 		}
@@ -468,9 +475,11 @@ func (c *container) runHook(ctx context.Context, h *corev1.LifecycleHandler, dea
 	}
 }
 
-// execIn runs a command to completion or until ctx ends, returning its exit
-// code and output.
-func (n *Node) execIn(ctx context.Context, argv, env []string, dir string) (int, []byte, error) {
+// execIn runs a command of the pod (an exec hook or probe) in the pod's
+// directory and a mount namespace of its own, as a container's, to
+// completion or until ctx ends, returning its exit code and output.
+func (w *podWorker) execIn(ctx context.Context, argv, env []string) (int, []byte, error) {
+	n := w.n
 	if len(argv) == 0 {
 		return -1, nil, errors.New("empty command")
 	}
@@ -489,7 +498,10 @@ func (n *Node) execIn(ctx context.Context, argv, env []string, dir string) (int,
 	defer os.Remove(f.Name())
 	defer f.Close()
 	cmd := exec.Command(path, argv[1:]...)
-	cmd.Env, cmd.Dir, cmd.Stdout, cmd.Stderr = env, dir, f, f
+	cmd.Env, cmd.Dir, cmd.Stdout, cmd.Stderr = env, w.dir, f, f
+	if err := podns.Prepare(cmd, n.nsMode, w.podMounts()); err != nil {
+		return -1, nil, err
+	}
 	if err := n.spawner.start(cmd); err != nil {
 		return -1, nil, err
 	}

@@ -14,13 +14,55 @@
 //     scheduling: node selectors, affinity and taints are ignored).
 //
 //   - Gives each pod a loopback address 127.<b>.x.y, starting at 127.0.0.2.
-//     The address is allocated by namespace/name on first reference (a pod,
-//     a DNS name in a config, or PodAddress) and kept for the node's life, so
-//     a recreated StatefulSet pod comes back on the same address and no two
-//     names share one; a new pod of a name starts only after the previous
-//     pod of that name is gone. Each Node takes a free block b under a lock
-//     file in $TMPDIR/nats-operator-localnode, so nodes in parallel test
-//     binaries never collide (the first gets 127.0.0.x).
+//     The address is allocated by namespace/name on first reference (a pod
+//     or PodAddress) and kept for the node's life, so a recreated
+//     StatefulSet pod comes back on the same address and no two names share
+//     one; a new pod of a name starts only after the previous pod of that
+//     name is gone. Each Node takes a free block b under a lock file in
+//     $TMPDIR/nats-operator-localnode, so nodes in parallel test binaries
+//     never collide (the first gets 127.0.0.x). Every pod has its own
+//     address, so every server listens on its usual ports.
+//
+//   - Resolves the cluster's DNS names for real, in each pod's own
+//     /etc/hosts (dns.go). Every process the node starts for a pod
+//     (containers, exec hooks and probes) runs in a mount namespace of its
+//     own, where the pod's hosts file is bind-mounted over /etc/hosts and a
+//     resolv.conf naming a nameserver where nothing listens over
+//     /etc/resolv.conf; the machine's files and mounts never change
+//     (internal/podns: the process starts as this program re-executed
+//     with CLONE_NEWNS, which makes every mount private, bind-mounts the
+//     files and execs the real command, keeping its pid, process group and
+//     parent-death signal). The hosts file has the kubelet's lines
+//     (localhost; the pod's own address, hostname and, with
+//     spec.subdomain, <hostname>.<subdomain>.<ns>.svc.cluster.local), then
+//     what CoreDNS answers from the Services with a selector, whichever
+//     node runs their pods: a headless Service <svc> gives
+//     <svc>.<ns>.svc.cluster.local the address of every endpoint and, for a
+//     pod with spec.hostname <h> and spec.subdomain <svc> (a StatefulSet
+//     pod of serviceName <svc>), <h>.<svc>.<ns>.svc.cluster.local its
+//     address; any other Service gives <svc>.<ns>.svc.cluster.local the
+//     address of one endpoint (the first by pod name), standing for its
+//     virtual IP. An endpoint is a pod of the selector with an address,
+//     Ready and not terminating, or any pod not finished if the Service has
+//     publishNotReadyAddresses. Each name is also listed in the short
+//     forms the pod's search path (<ns>.svc.cluster.local,
+//     svc.cluster.local, cluster.local) would find: <h>.<svc>.<ns>.svc,
+//     <h>.<svc>.<ns>, and <h>.<svc> in the same namespace. The file follows
+//     pods and Services as they come and go: it is rewritten in place (a
+//     bind mount follows the inode, not the name) with a strictly later
+//     modification time. Go programs, nats-server included, read
+//     /etc/hosts with "hosts: files dns" in nsswitch.conf (the Go resolver
+//     and glibc alike, whichever the binary uses) and re-read it when its
+//     size or time changed, at most every 5 s, so a running server sees a
+//     new pod's name within about 5 s. A name not in the file fails at once
+//     without a query leaving the machine. So configs run as rendered:
+//     a route nats://demo-1-0.demo-headless.nats.svc:6222 dials demo-1-0's
+//     address, and a certificate is checked for the name. Processes that
+//     are not pods (the controller under test, test clients) keep the
+//     machine's resolver: Resolve, DialContext and Dial give them the
+//     same answers. This needs CAP_SYS_ADMIN (root), else unprivileged
+//     user namespaces (then each pod's processes run as uid 0 of a user
+//     namespace mapped to the caller); New fails, saying so, with neither.
 //
 //   - Reports status like the kubelet: podIP/podIPs, hostIP 127.0.0.1, phase,
 //     conditions (PodReadyToStartContainers, Initialized, ContainersReady,
@@ -66,19 +108,19 @@
 //     expand controller only records "waiting for an external controller to
 //     expand this PVC" for these hostPath volumes.
 //
-//   - Maps what only makes sense inside a pod to its local equivalent. In
+//   - Maps what only makes sense inside a pod's own network and
+//     filesystem (the node gives pods neither) to its local equivalent. In
 //     every .conf or .json file of a ConfigMap or Secret volume that parses
 //     as JSON, and in container commands, args, working dirs, exec hooks and
 //     exec probes: 0.0.0.0 and [::] hosts (also "listen": ":4222") become the
-//     pod address; DNS names <pod>.<service>.<ns>.svc[.cluster.local] become
-//     that pod's address (the first label is taken as the pod name, as for
-//     StatefulSet pods; service names alone are not mapped); container mount
-//     paths become the local directories; a command word nats-server (or
-//     /path/nats-server) becomes the local binary. A JSON server config
-//     (with keys such as port, listen, cluster, jetstream) without a host in
-//     the top level or in cluster, gateway, leafnodes, websocket or mqtt gets
-//     "host": <pod address>. The mounted file is the rewritten copy; the
-//     server reads it, and a ConfigMap edit rewrites it again.
+//     pod address; container mount paths become the local directories; a
+//     command word nats-server (or /path/nats-server) becomes the local
+//     binary. A JSON server config (with keys such as port, listen, cluster,
+//     jetstream) without a host in the top level or in cluster, gateway,
+//     leafnodes, websocket or mqtt gets "host": <pod address>. DNS names are
+//     left as they are (the pod's /etc/hosts resolves them). The mounted
+//     file is the rewritten copy; the server reads it, and a ConfigMap edit
+//     rewrites it again.
 //
 //   - Probes (startup, readiness, liveness; httpGet on the pod address,
 //     tcpSocket, exec) with their delays, periods, timeouts and thresholds.
@@ -122,8 +164,11 @@
 // Not done: container image changes in place (pods are replaced by
 // StatefulSets anyway), sidecar init containers, gRPC probes, service
 // environment variables, resource limits, service account tokens (the
-// projected token file holds a placeholder), Services (clients use pod
-// addresses; service DNS names are not mapped), outgoing connections come
+// projected token file holds a placeholder), Service virtual IPs and ports
+// (a Service name is one endpoint's address, and its port must be the
+// container's), ExternalName Services, a cluster DNS server (a pod's names
+// are in its /etc/hosts; dnsPolicy and dnsConfig are ignored), pod
+// hostnames (a UTS namespace; HOSTNAME is set), outgoing connections come
 // from 127.0.0.1 rather than the pod address.
 //
 // The command test/localnode/cmd/localnode runs a node alone against a

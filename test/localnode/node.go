@@ -17,6 +17,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+
+	"github.com/nats-operator/nats-operator/test/localnode/internal/podns"
 )
 
 // Options configure a Node. Only Root is required.
@@ -63,6 +65,16 @@ type Node struct {
 	configMaps listerscorev1.ConfigMapLister
 	secrets    listerscorev1.SecretLister
 	claims     listerscorev1.PersistentVolumeClaimLister
+	services   listerscorev1.ServiceLister
+
+	// nsMode is how each process gets its own mount namespace, with the
+	// pod's /etc/hosts and resolvConf as /etc/resolv.conf (dns.go).
+	nsMode     podns.Mode
+	resolvConf string
+	// dnsCh asks dnsLoop to rewrite the hosts files; dnsMu serialises
+	// their writes.
+	dnsCh chan struct{}
+	dnsMu sync.Mutex
 
 	// resizeMu serialises claim growth (resize.go) between the resizer
 	// and pod workers mounting a claim.
@@ -121,6 +133,11 @@ func New(cfg *rest.Config, opts Options) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	mode, err := podNSMode()
+	if err != nil {
+		return nil, fmt.Errorf("localnode: each pod needs a mount namespace of its own for its /etc/hosts "+
+			"(run as root, or where unprivileged user namespaces are allowed): %w", err)
+	}
 	addrs, err := newAddresses()
 	if err != nil {
 		return nil, err
@@ -135,12 +152,19 @@ func New(cfg *rest.Config, opts Options) (*Node, error) {
 		workers:  map[types.UID]*podWorker{},
 		finished: map[types.UID]bool{},
 		stopped:  make(chan struct{}),
+		nsMode:   mode,
+		dnsCh:    make(chan struct{}, 1),
+	}
+	if err := n.writeResolvConf(); err != nil {
+		addrs.close()
+		return nil, err
 	}
 	n.factory = informers.NewSharedInformerFactory(client, 0)
 	n.pods = n.factory.Core().V1().Pods().Lister()
 	n.configMaps = n.factory.Core().V1().ConfigMaps().Lister()
 	n.secrets = n.factory.Core().V1().Secrets().Lister()
 	n.claims = n.factory.Core().V1().PersistentVolumeClaims().Lister()
+	n.services = n.factory.Core().V1().Services().Lister()
 	return n, nil
 }
 
@@ -175,6 +199,17 @@ func (n *Node) Start(startCtx context.Context) error {
 		cancel()
 		return err
 	}
+	dnsHandler := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { n.pokeDNS() },
+		UpdateFunc: func(any, any) { n.pokeDNS() },
+		DeleteFunc: func(any) { n.pokeDNS() },
+	}
+	for _, inf := range []cache.SharedIndexInformer{n.factory.Core().V1().Pods().Informer(), n.factory.Core().V1().Services().Informer()} {
+		if _, err := inf.AddEventHandler(dnsHandler); err != nil {
+			cancel()
+			return err
+		}
+	}
 	n.factory.Core().V1().ConfigMaps().Informer()
 	n.factory.Core().V1().Secrets().Informer()
 	if err := n.startResizer(ctx); err != nil {
@@ -198,7 +233,12 @@ func (n *Node) Start(startCtx context.Context) error {
 		defer n.wg.Done()
 		n.resync(ctx)
 	}()
-	n.log.Info("Started node", "root", n.opts.Root, "addresses", fmt.Sprintf("127.%d.0.0/16", n.addrs.block))
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		n.dnsLoop(ctx)
+	}()
+	n.log.Info("Started node", "root", n.opts.Root, "addresses", fmt.Sprintf("127.%d.0.0/16", n.addrs.block), "podNamespaces", n.nsMode.String())
 	return nil
 }
 
@@ -239,8 +279,9 @@ func (n *Node) Stop() {
 }
 
 // PodAddress returns the loopback address of pod name in namespace ns,
-// allocating it if the pod was never seen, so DNS names can be resolved
-// before the pod exists.
+// allocating it if the pod was never seen, so a test can know it before the
+// pod exists. The pod's DNS names have it (Resolve) only while the pod is an
+// endpoint of their Service.
 func (n *Node) PodAddress(ns, name string) string {
 	return n.addrs.get(ns, name)
 }

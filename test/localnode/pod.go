@@ -51,6 +51,11 @@ type podWorker struct {
 	waitMsg    string
 	inits      []*container
 	containers []*container
+
+	// The pod's /etc/hosts (dns.go), guarded by n.dnsMu.
+	hostsOpen bool
+	hostsData []byte
+	hostsTime time.Time
 }
 
 func newPodWorker(n *Node, pod *corev1.Pod) *podWorker {
@@ -141,7 +146,7 @@ func (w *podWorker) containerPID(name string) int {
 }
 
 func (w *podWorker) rewriter(pod *corev1.Pod, c *corev1.Container, binary string) *rewriter {
-	return &rewriter{podIP: w.ip, mounts: w.mounts(pod, c), resolve: w.n.addrs.get, binary: binary}
+	return &rewriter{podIP: w.ip, mounts: w.mounts(pod, c), binary: binary}
 }
 
 // deletion returns whether the pod is being deleted or gone, and sets the
@@ -178,6 +183,10 @@ func (w *podWorker) run(ctx context.Context) {
 	if err := os.MkdirAll(w.dir, 0o755); err != nil {
 		w.log.Error(err, "Creating pod directory failed")
 	}
+	if err := w.openHosts(); err != nil {
+		w.log.Error(err, "Writing /etc/hosts failed")
+	}
+	defer w.closeHosts()
 	statusCtx, stopStatus := context.WithCancel(ctx)
 	statusDone := make(chan struct{})
 	go func() {
@@ -224,6 +233,7 @@ func (w *podWorker) run(ctx context.Context) {
 					w.log.Error(err, "Deleting pod failed")
 				}
 			}
+			w.closeHosts()
 			_ = os.RemoveAll(w.dir)
 			w.log.V(2).Info("Removed pod")
 			return

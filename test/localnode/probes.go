@@ -155,7 +155,7 @@ func (c *container) probeOnce(ctx context.Context, p *corev1.Probe, env []string
 	case p.Exec != nil:
 		pod, _ := c.w.current()
 		argv := c.w.rewriter(pod, c.spec, binary).Command(p.Exec.Command)
-		code, out, err := c.w.n.execIn(ctx, argv, env, c.w.dir)
+		code, out, err := c.w.execIn(ctx, argv, env)
 		return err == nil && code == 0, string(out)
 	}
 	return false, "unsupported probe"

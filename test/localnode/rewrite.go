@@ -9,24 +9,20 @@ import (
 	"strings"
 )
 
-// rewriter maps what only makes sense inside a pod to its local equivalent:
-// wildcard listen addresses to the pod's address, DNS names of pods to their
-// addresses, and container mount paths to the local directories behind them.
-// It is pure apart from resolve, which allocates addresses by pod name.
+// rewriter maps what only makes sense inside a pod's own network and
+// filesystem to its local equivalent: wildcard listen addresses to the
+// pod's address (pods share the machine's network), and container mount
+// paths to the local directories behind them. DNS names are left as they
+// are: each pod's processes resolve them through the pod's own /etc/hosts
+// (dns.go). It is pure.
 type rewriter struct {
 	// podIP is the pod's own loopback address.
 	podIP string
 	// mounts maps a container mount path to the local path behind it.
 	mounts map[string]string
-	// resolve returns the address of pod name in namespace ns.
-	resolve func(ns, name string) string
 	// binary is the local nats-server binary; empty leaves commands alone.
 	binary string
 }
-
-// podDNSName matches <pod>.<service>.<namespace>.svc with an optional
-// .cluster.local suffix, as used in routes and gateway URLs.
-var podDNSName = regexp.MustCompile(`\b([a-z0-9]([-a-z0-9]*[a-z0-9])?)\.([a-z0-9]([-a-z0-9]*[a-z0-9])?)\.([a-z0-9]([-a-z0-9]*[a-z0-9])?)\.svc(\.cluster\.local)?\b\.?`)
 
 // wildcardHost matches a wildcard host, alone or before a port.
 var wildcardHost = regexp.MustCompile(`(^|//|\s|=)(0\.0\.0\.0|\[::\])(:\d+)?($|/|\s)`)
@@ -44,10 +40,6 @@ var natsServerWord = regexp.MustCompile(`(^|[\s;&|(])((?:/[^\s/;&|()]+)*/)?nats-
 
 // String rewrites one string value.
 func (r *rewriter) String(s string) string {
-	s = podDNSName.ReplaceAllStringFunc(s, func(m string) string {
-		sub := podDNSName.FindStringSubmatch(m)
-		return r.resolve(sub[5], sub[1])
-	})
 	if r.podIP != "" {
 		s = wildcardHost.ReplaceAllString(s, "${1}"+r.podIP+"${3}${4}")
 	}

@@ -1,0 +1,153 @@
+package localnode
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	listerscorev1 "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+)
+
+// dnsNode is a Node with listers over the given objects and no API server.
+func dnsNode(t *testing.T, objs ...any) *Node {
+	t.Helper()
+	pods := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	services := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	for _, o := range objs {
+		var err error
+		switch o.(type) {
+		case *corev1.Pod:
+			err = pods.Add(o)
+		case *corev1.Service:
+			err = services.Add(o)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return &Node{
+		pods:     listerscorev1.NewPodLister(pods),
+		services: listerscorev1.NewServiceLister(services),
+		workers:  map[types.UID]*podWorker{},
+	}
+}
+
+func testPod(ns, name, ip string, ready bool, labels map[string]string, hostname, subdomain string) *corev1.Pod {
+	status := corev1.ConditionFalse
+	if ready {
+		status = corev1.ConditionTrue
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(ns + "-" + name), Labels: labels},
+		Spec:       corev1.PodSpec{Hostname: hostname, Subdomain: subdomain},
+		Status: corev1.PodStatus{
+			Phase: corev1.PodRunning, PodIP: ip,
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: status}},
+		},
+	}
+}
+
+func testService(ns, name string, headless, publishNotReady bool, selector map[string]string) *corev1.Service {
+	s := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       corev1.ServiceSpec{Selector: selector, PublishNotReadyAddresses: publishNotReady, ClusterIP: "10.96.0.10"},
+	}
+	if headless {
+		s.Spec.ClusterIP = corev1.ClusterIPNone
+	}
+	return s
+}
+
+func TestDNSViewAnswersAsClusterDNS(t *testing.T) {
+	app := map[string]string{"app": "demo"}
+	n := dnsNode(t,
+		testService("nats", "demo-headless", true, true, app),
+		testService("nats", "demo", false, false, app),
+		testService("nats", "strict-headless", true, false, app),
+		testService("nats", "manual", false, false, nil),
+		testPod("nats", "demo-0-0", "127.0.0.2", false, app, "demo-0-0", "demo-headless"),
+		testPod("nats", "demo-1-0", "127.0.0.3", true, app, "demo-1-0", "demo-headless"),
+		testPod("nats", "demo-2-0", "", false, app, "demo-2-0", "demo-headless"),
+		testPod("nats", "loose", "127.0.0.5", true, app, "", ""),
+		testPod("nats", "elsewhere", "127.0.0.6", true, app, "elsewhere", "other-subdomain"),
+		testPod("other", "demo-0-0", "127.0.0.7", true, app, "demo-0-0", "demo-headless"),
+	)
+	got := n.dnsView()
+	want := dnsView{
+		// publishNotReadyAddresses: every pod with an address.
+		"demo-headless.nats.svc.cluster.local":          {"127.0.0.2", "127.0.0.3", "127.0.0.6", "127.0.0.5"},
+		"demo-0-0.demo-headless.nats.svc.cluster.local": {"127.0.0.2"},
+		"demo-1-0.demo-headless.nats.svc.cluster.local": {"127.0.0.3"},
+		// A Service with a virtual IP: one ready pod, the first by name.
+		"demo.nats.svc.cluster.local": {"127.0.0.3"},
+		// Ready pods only; no pod has the subdomain strict-headless.
+		"strict-headless.nats.svc.cluster.local": {"127.0.0.3", "127.0.0.6", "127.0.0.5"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("dnsView (-want +got):\n%s", diff)
+	}
+
+	for _, tt := range []struct{ name, ns, want string }{
+		{"demo-1-0.demo-headless.nats.svc.cluster.local", "", "127.0.0.3"},
+		{"demo-1-0.demo-headless.nats.svc.cluster.local.", "", "127.0.0.3"},
+		{"DEMO-1-0.demo-headless.nats.svc.cluster.local", "", "127.0.0.3"},
+		{"demo-1-0.demo-headless.nats.svc", "", "127.0.0.3"},
+		{"demo-1-0.demo-headless.nats", "", "127.0.0.3"},
+		{"demo-1-0.demo-headless", "nats", "127.0.0.3"},
+		{"demo-1-0.demo-headless", "", ""},
+		{"demo-1-0.demo-headless", "other", ""},
+		{"demo", "nats", "127.0.0.3"},
+		{"demo.nats", "other", "127.0.0.3"},
+		{"demo-1-0.demo-headless.nats.svc.", "", ""},
+		{"demo-2-0.demo-headless.nats.svc.cluster.local", "", ""},
+		{"loose.demo-headless.nats.svc.cluster.local", "", ""},
+	} {
+		var first string
+		if a := got.lookup(tt.name, tt.ns); len(a) > 0 {
+			first = a[0]
+		}
+		if first != tt.want {
+			t.Errorf("lookup(%q) from namespace %q = %v, want %q", tt.name, tt.ns, got.lookup(tt.name, tt.ns), tt.want)
+		}
+	}
+	if ip, ok := n.Resolve("demo-0-0.demo-headless.nats.svc.cluster.local"); !ok || ip != "127.0.0.2" {
+		t.Errorf("Resolve = %q, %v", ip, ok)
+	}
+	if ip, ok := n.Resolve("demo-9-0.demo-headless.nats.svc.cluster.local"); ok {
+		t.Errorf("Resolve of a missing pod = %q, %v", ip, ok)
+	}
+}
+
+func TestHostsFileListsTheClusterAsThePodsResolverSeesIt(t *testing.T) {
+	v := dnsView{
+		"demo-headless.nats.svc.cluster.local":           {"127.0.0.2", "127.0.0.3"},
+		"demo-0-0.demo-headless.nats.svc.cluster.local":  {"127.0.0.2"},
+		"demo-1-0.demo-headless.nats.svc.cluster.local":  {"127.0.0.3"},
+		"demo.nats.svc.cluster.local":                    {"127.0.0.3"},
+		"demo-0-0.demo-headless.other.svc.cluster.local": {"127.0.1.10"},
+	}
+	got := string(v.hostsFile("nats", "127.0.0.2", "demo-0-0", "demo-headless"))
+	want := hostsHeader + "127.0.0.2\tdemo-0-0.demo-headless.nats.svc.cluster.local\tdemo-0-0\n" +
+		"# Cluster DNS (localnode): pods of headless Services and Services.\n" +
+		"127.0.0.2\tdemo-headless.nats.svc.cluster.local demo-0-0.demo-headless.nats.svc demo-0-0.demo-headless.nats demo-0-0.demo-headless demo-headless.nats.svc demo-headless.nats demo-headless\n" +
+		"127.0.0.3\tdemo-1-0.demo-headless.nats.svc.cluster.local demo-headless.nats.svc.cluster.local demo-1-0.demo-headless.nats.svc demo-1-0.demo-headless.nats demo.nats.svc.cluster.local demo-1-0.demo-headless demo-headless.nats.svc demo-headless.nats demo-headless demo.nats.svc demo.nats demo\n" +
+		"127.0.1.10\tdemo-0-0.demo-headless.other.svc.cluster.local demo-0-0.demo-headless.other.svc demo-0-0.demo-headless.other\n"
+	if got != want {
+		t.Errorf("hostsFile:\n%s\nwant:\n%s", got, want)
+	}
+	// From another namespace, the short names are that namespace's.
+	other := string(v.hostsFile("other", "127.0.1.10", "demo-0-0", "demo-headless"))
+	if !strings.Contains(other, "\n127.0.0.3\tdemo-1-0.demo-headless.nats.svc.cluster.local demo-headless.nats.svc.cluster.local demo-1-0.demo-headless.nats.svc demo-1-0.demo-headless.nats demo.nats.svc.cluster.local demo-headless.nats.svc demo-headless.nats demo.nats.svc demo.nats\n") ||
+		strings.Contains(other, " demo-1-0.demo-headless\n") || strings.Contains(other, " demo\n") {
+		t.Errorf("hostsFile from namespace other:\n%s", other)
+	}
+	// A pod without a subdomain has only its hostname.
+	plain := string(v.hostsFile("nats", "127.0.0.9", "client", ""))
+	if !strings.Contains(plain, "\n127.0.0.9\tclient\n") {
+		t.Errorf("hostsFile of a pod without subdomain:\n%s", plain)
+	}
+}
