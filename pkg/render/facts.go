@@ -56,6 +56,10 @@ type Facts struct {
 	// whether they must present a certificate (tls.verify).
 	ClientTLS    bool
 	ClientVerify bool
+	// RoutesCertificate and ClientCertificate are digests of the TLS
+	// Secrets (server_metadata): another one is a new certificate.
+	RoutesCertificate string
+	ClientCertificate string
 }
 
 // fieldRole says what the planner knows of one field of nats.conf: it is a
@@ -86,25 +90,24 @@ var configFields = map[string]fieldRole{
 	"cluster.listen":         rolls("a constant (0.0.0.0:6222)"),
 	"cluster.routes": rolls("one route per seed server (the first SeedServers) and per server before this one; servers with more or fewer routes route to each other, " +
 		"as every matrix case with servers on two specs shows (solicited routes are matched by server name) and TestScaleUpRouteGossip shows for added servers"),
-	"jetstream":                       fact("JetStream"),
-	"jetstream.store_dir":             rolls("a constant path"),
-	"jetstream.max_memory_store":      fact("MaxMemoryStore"),
-	"jetstream.max_file_store":        fact("MaxFileStore"),
-	"jetstream.domain":                fact("JetStreamDomain"),
-	"server_tags":                     fact("ServerTags"),
-	"operator":                        fact("Operator"),
-	"system_account":                  fact("SystemAccount"),
-	"resolver":                        fact("Resolver"),
-	"resolver.type":                   fact("Resolver"),
-	"resolver.dir":                    rolls("a constant path"),
-	"resolver.allow_delete":           rolls("follows resolver.type (full: false; cache: absent)"),
-	"resolver.interval":               rolls("follows resolver.type (full: 2m; cache: absent)"),
-	"resolver_preload":                fact("Accounts"),
-	"server_metadata":                 rolls("always present"),
-	"server_metadata.config_revision": rolls("the revision: what the server reports; differs on every change by design"),
-	"server_metadata.routes_certificate": rolls("a digest of the routes' TLS Secret: a new certificate under the same CA, which servers " +
-		"with the old and the new one verify alike"),
-	"server_metadata.client_certificate": rolls("a digest of the client TLS Secret: a new certificate, which clients verify against their CA"),
+	"jetstream":                          fact("JetStream"),
+	"jetstream.store_dir":                rolls("a constant path"),
+	"jetstream.max_memory_store":         fact("MaxMemoryStore"),
+	"jetstream.max_file_store":           fact("MaxFileStore"),
+	"jetstream.domain":                   fact("JetStreamDomain"),
+	"server_tags":                        fact("ServerTags"),
+	"operator":                           fact("Operator"),
+	"system_account":                     fact("SystemAccount"),
+	"resolver":                           fact("Resolver"),
+	"resolver.type":                      fact("Resolver"),
+	"resolver.dir":                       rolls("a constant path"),
+	"resolver.allow_delete":              rolls("follows resolver.type (full: false; cache: absent)"),
+	"resolver.interval":                  rolls("follows resolver.type (full: 2m; cache: absent)"),
+	"resolver_preload":                   fact("Accounts"),
+	"server_metadata":                    rolls("always present"),
+	"server_metadata.config_revision":    rolls("the revision: what the server reports; differs on every change by design"),
+	"server_metadata.routes_certificate": fact("RoutesCertificate"),
+	"server_metadata.client_certificate": fact("ClientCertificate"),
 	"tls":                                fact("ClientTLS"),
 	"tls.cert_file":                      rolls("a constant path"),
 	"tls.key_file":                       rolls("a constant path"),
@@ -138,6 +141,8 @@ func factsOf(c *serverConfig, version, operatorKey string) Facts {
 	if c.TLS != nil {
 		f.ClientVerify = c.TLS.Verify
 	}
+	f.RoutesCertificate = c.ServerMetadata.RoutesCertificate
+	f.ClientCertificate = c.ServerMetadata.ClientCertificate
 	if c.Operator != "" {
 		f.Operator = operatorKey
 		f.SystemAccount = c.SystemAccount

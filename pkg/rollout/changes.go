@@ -49,6 +49,10 @@ type ConfigFacts struct {
 	// whether they must present a certificate (tls.verify).
 	ClientTLS    bool
 	ClientVerify bool
+	// RoutesCertificate and ClientCertificate are digests of the TLS
+	// Secrets (server_metadata): another one is a new certificate.
+	RoutesCertificate string
+	ClientCertificate string
 }
 
 // ChangeKind is one kind of difference between a running and a target config.
@@ -91,6 +95,10 @@ const (
 	// ChangeClientTLS is client TLS turned on or off, or client
 	// certificates required or no longer (tls.verify).
 	ChangeClientTLS ChangeKind = "ClientTLS"
+	// ChangeRouteCertificate and ChangeClientCertificate are a new
+	// certificate in the TLS Secret (its digest), TLS staying on.
+	ChangeRouteCertificate  ChangeKind = "RouteCertificate"
+	ChangeClientCertificate ChangeKind = "ClientCertificate"
 )
 
 // Effect is what a kind of change does to a cluster rolled one server at a
@@ -174,7 +182,9 @@ var effects = map[ChangeKind]Effect{
 	ChangeSystemUser:               {Reloads: true, ReloadsWithoutAuth: true, What: "adding or removing the controller's system user"},
 	ChangeRouteTLS: {Splits: true, What: "turning route TLS on or off",
 		Why: "a server with route TLS and one without cannot route to each other"},
-	ChangeClientTLS: {What: "turning client TLS on or off, or requiring client certificates or no longer"},
+	ChangeClientTLS:         {What: "turning client TLS on or off, or requiring client certificates or no longer"},
+	ChangeRouteCertificate:  {ReloadsWithoutAuth: true, What: "a new route certificate"},
+	ChangeClientCertificate: {ReloadsWithoutAuth: true, What: "a new client certificate"},
 }
 
 // changeOrder is the order Changes lists kinds in: auth first, so the hold
@@ -183,7 +193,7 @@ var changeOrder = []ChangeKind{
 	ChangeAddAuth, ChangeRemoveAuth, ChangeOperator, ChangeSystemAccount,
 	ChangeClusterName, ChangeJetStreamDomain, ChangeJetStream, ChangeJetStreamDomainAddRemove, ChangeVersion,
 	ChangeJetStreamLimitsRaised, ChangeJetStreamLimitsLowered, ChangeServerTags, ChangeAccounts, ChangeResolver, ChangeSystemUser,
-	ChangeRouteTLS, ChangeClientTLS,
+	ChangeRouteTLS, ChangeClientTLS, ChangeRouteCertificate, ChangeClientCertificate,
 }
 
 // ChangeKinds returns every change kind in the order Changes lists them.
@@ -271,6 +281,12 @@ func Classify(running, target ConfigFacts) []Change {
 	}
 	if running.ClientTLS != target.ClientTLS || running.ClientVerify != target.ClientVerify {
 		add(ChangeClientTLS, clientTLS(running), clientTLS(target))
+	}
+	if running.RouteTLS && target.RouteTLS && running.RoutesCertificate != target.RoutesCertificate {
+		add(ChangeRouteCertificate, "", "")
+	}
+	if running.ClientTLS && target.ClientTLS && running.ClientCertificate != target.ClientCertificate {
+		add(ChangeClientCertificate, "", "")
 	}
 	return out
 }

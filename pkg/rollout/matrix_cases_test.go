@@ -152,19 +152,7 @@ func matrixCases(t testing.TB, tr *matrixTrust) []matrixCase {
 		return s
 	}
 	withSystemUser := func(s matrixSpec, u *render.SystemUser) matrixSpec { s.systemUser = u; return s }
-	routeTLS := func(s matrixSpec) matrixSpec { s.tls.Routes = matrixTLSFiles; return s }
-	clientTLS := func(s matrixSpec) matrixSpec {
-		f := *matrixTLSFiles
-		f.Verify = false
-		s.tls.Client = &f
-		return s
-	}
-	rotated := func(s matrixSpec) matrixSpec {
-		f := *s.tls.Routes
-		f.Digest = "rotated"
-		s.tls.Routes = &f
-		return s
-	}
+	routeTLS, clientTLS, rotated, rotatedClient := tlsSpecs()
 	cacheResolver := rendertest.Resolver(clusterv1beta1.ResolverCache)
 	one := func(k ChangeKind) []ChangeKind { return []ChangeKind{k} }
 
@@ -194,9 +182,8 @@ func matrixCases(t testing.TB, tr *matrixTrust) []matrixCase {
 		{"new system user password", nil, withSystemUser(spec(), rendertest.SystemUser()), withSystemUser(spec(), rendertest.RotatedSystemUser())},
 		{"turn route TLS on", one(ChangeRouteTLS), spec(), routeTLS(spec())},
 		{"turn route TLS off", one(ChangeRouteTLS), routeTLS(spec()), spec()},
-		// No kind: a new certificate is no fact (the digest in
-		// server_metadata), and this case proves servers with either roll.
-		{"new route certificate", nil, routeTLS(spec()), rotated(routeTLS(spec()))},
+		{"new route certificate", one(ChangeRouteCertificate), routeTLS(spec()), rotated(routeTLS(spec()))},
+		{"new client certificate", one(ChangeClientCertificate), clientTLS(spec()), rotatedClient(clientTLS(spec()))},
 		{"turn client TLS on", one(ChangeClientTLS), spec(), clientTLS(spec())},
 		{"turn client TLS off", one(ChangeClientTLS), clientTLS(spec()), spec()},
 	}
@@ -302,6 +289,31 @@ func serverRuns(t testing.TB, spec matrixSpec, out *render.Output, bins map[stri
 		}
 	}
 	return runs
+}
+
+// tlsSpecs turn route TLS on, client TLS on, and give the routes' or the
+// clients' TLS Secret a new certificate (digest).
+func tlsSpecs() (routeTLS, clientTLS, rotatedRoutes, rotatedClient func(matrixSpec) matrixSpec) {
+	routeTLS = func(s matrixSpec) matrixSpec { s.tls.Routes = matrixTLSFiles; return s }
+	clientTLS = func(s matrixSpec) matrixSpec {
+		f := *matrixTLSFiles
+		f.Verify = false
+		s.tls.Client = &f
+		return s
+	}
+	rotatedRoutes = func(s matrixSpec) matrixSpec {
+		f := *s.tls.Routes
+		f.Digest = "rotated"
+		s.tls.Routes = &f
+		return s
+	}
+	rotatedClient = func(s matrixSpec) matrixSpec {
+		f := *s.tls.Client
+		f.Digest = "rotated"
+		s.tls.Client = &f
+		return s
+	}
+	return routeTLS, clientTLS, rotatedRoutes, rotatedClient
 }
 
 // matrixTLSFiles are the TLS Secrets a case renders with: the matrix writes
