@@ -76,14 +76,20 @@ func (r serverRun) clientOptions() []nats.Option {
 	if r.Creds != "" {
 		opts = append(opts, nats.UserCredentials(r.Creds))
 	}
-	if r.ClientCA != nil {
-		pool := x509.NewCertPool()
-		pool.AppendCertsFromPEM(r.ClientCA)
-		// The matrix's certificates name the loopback addresses (IP SANs),
-		// which nats.go verifies against the address it dials.
-		opts = append(opts, nats.Secure(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}))
+	return append(opts, r.tlsOptions()...)
+}
+
+// tlsOptions verify a server with client TLS under the matrix's CA; none
+// without client TLS.
+func (r serverRun) tlsOptions() []nats.Option {
+	if r.ClientCA == nil {
+		return nil
 	}
-	return opts
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(r.ClientCA)
+	// The matrix's certificates name the loopback addresses (IP SANs),
+	// which nats.go verifies against the address it dials.
+	return []nats.Option{nats.Secure(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12})}
 }
 
 // natsServer is one server process at a fixed place on this machine (its

@@ -551,7 +551,7 @@ func runsItsConfigOnce(servers []*natsServer, probe reloadProbe) (bool, string) 
 			if !ok {
 				continue
 			}
-			nc, err := nats.Connect(s.url(), nats.Timeout(2*time.Second), nats.NoReconnect(), nats.IgnoreDiscoveredServers(), nats.UserCredentials(creds))
+			nc, err := nats.Connect(s.url(), append(s.running.tlsOptions(), nats.Timeout(2*time.Second), nats.NoReconnect(), nats.IgnoreDiscoveredServers(), nats.UserCredentials(creds))...)
 			if err == nil {
 				err = nc.Flush()
 				nc.Close()
@@ -624,7 +624,7 @@ func peerLookups(t testing.TB, servers []*natsServer, probe reloadProbe, wait ti
 			if err := os.WriteFile(creds, a.UserCreds(t, "peer-user"), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			nc, err := nats.Connect(via.s.url(), nats.Timeout(2*time.Second), nats.NoReconnect(), nats.IgnoreDiscoveredServers(), nats.UserCredentials(creds))
+			nc, err := nats.Connect(via.s.url(), append(via.s.running.tlsOptions(), nats.Timeout(2*time.Second), nats.NoReconnect(), nats.IgnoreDiscoveredServers(), nats.UserCredentials(creds))...)
 			if err == nil {
 				err = nc.Flush()
 				nc.Close()
@@ -663,7 +663,7 @@ func (s *natsServer) jetStreamLimits() (mem, file int64, err error) {
 // JWT ($SYS.REQ.ACCOUNT.<key>.CLAIMS.LOOKUP) and counts the servers that
 // answer within a second: every server whose resolver serves lookups.
 func lookupAnswers(s *natsServer, sysCreds, account string) (int, error) {
-	nc, err := nats.Connect(s.url(), nats.Timeout(2*time.Second), nats.NoReconnect(), nats.IgnoreDiscoveredServers(), nats.UserCredentials(sysCreds))
+	nc, err := nats.Connect(s.url(), append(s.running.tlsOptions(), nats.Timeout(2*time.Second), nats.NoReconnect(), nats.IgnoreDiscoveredServers(), nats.UserCredentials(sysCreds))...)
 	if err != nil {
 		return 0, fmt.Errorf("connecting to %s as a system user: %w", s.name(), err)
 	}

@@ -43,7 +43,7 @@ type userInfo struct {
 // connection has.
 func whoAmI(s *natsServer, opts ...nats.Option) (userInfo, error) {
 	var u userInfo
-	nc, err := nats.Connect(s.url(), append([]nats.Option{nats.Timeout(2 * time.Second), nats.NoReconnect(), nats.IgnoreDiscoveredServers()}, opts...)...)
+	nc, err := nats.Connect(s.url(), append(append([]nats.Option{nats.Timeout(2 * time.Second), nats.NoReconnect(), nats.IgnoreDiscoveredServers()}, s.running.tlsOptions()...), opts...)...)
 	if err != nil {
 		return u, err
 	}
@@ -68,8 +68,8 @@ func whoAmI(s *natsServer, opts ...nats.Option) (userInfo, error) {
 // pingReplies connects to s as the system user and counts the servers that
 // answer $SYS.REQ.SERVER.PING within a second.
 func pingReplies(s *natsServer, password string) (int, error) {
-	nc, err := nats.Connect(s.url(), nats.Timeout(2*time.Second), nats.NoReconnect(), nats.IgnoreDiscoveredServers(),
-		nats.UserInfo(render.SystemUserName, password))
+	nc, err := nats.Connect(s.url(), append(s.running.tlsOptions(), nats.Timeout(2*time.Second), nats.NoReconnect(), nats.IgnoreDiscoveredServers(),
+		nats.UserInfo(render.SystemUserName, password))...)
 	if err != nil {
 		return 0, err
 	}
