@@ -63,10 +63,13 @@ func (p *planner) reloadable(s ServerState) (bool, string) {
 		}
 		return false, fmt.Sprintf("the pod template of %s changes (image, resources or probes), which only a restart applies", s.Name)
 	}
-	if s.ConfigRevision != s.RestartRevision && !(s.Reload.Revision == s.ConfigRevision && s.Reload.Phase == ReloadDone) {
+	if s.ConfigRevision != s.RestartRevision && !(s.Reload.Revision == s.ConfigRevision && s.Reload.Phase == ReloadDone) &&
+		!(s.Answered && s.ReportedRevision == s.ConfigRevision) {
 		// The ConfigMap is ahead of what the pod was restarted for or
-		// reloaded (a step cut short): what the server runs is not known,
-		// so the ConfigMap's facts cannot say the change reloads.
+		// reloaded (a step cut short), and the server does not report its
+		// revision (a reload the controller has not recorded Done yet):
+		// what the server runs is not known, so the ConfigMap's facts
+		// cannot say the change reloads.
 		return false, fmt.Sprintf("the ConfigMap of %s holds a config its server neither restarted for nor reloaded", s.Name)
 	}
 	changes := Classify(s.Running, in.Target)
