@@ -86,6 +86,15 @@ func TestReload(t *testing.T) {
 			why: "the ConfigMap of demo-2 holds a config its server neither restarted for nor reloaded",
 		},
 		{
+			name: "a server that reports the revision its ConfigMap holds, from a reload not recorded Done yet, is reloaded onto the next change",
+			in: cluster(3, tagged, canReload, func(in *Input) {
+				s := server(in, "demo-2")
+				s.ConfigRevision, s.ReportedRevision = "reloaded-before", "reloaded-before"
+				s.Reload = ServerReload{Revision: "reloaded-before", Phase: ReloadStarted}
+			}),
+			kind: Reload, server: "demo-2", reason: clusterv1beta1.ReasonReloading, message: "reloading demo-2 (1 of 3)",
+		},
+		{
 			name: "raised JetStream limits on a cluster without auth are reloaded",
 			in:   cluster(3, limitsRaised, canReload),
 			kind: Reload, server: "demo-2", reason: clusterv1beta1.ReasonReloading, message: "reloading demo-2 (1 of 3)",

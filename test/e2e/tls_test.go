@@ -225,7 +225,13 @@ func TestRotatingCertificatesReloadsWithoutRestarts(t *testing.T) {
 	start := time.Now()
 	newCert := writeClientCert(ctx, t, s, ca, true)
 	waitAllReport(ctx, t, s, "the new client certificate", func(v varzTLS) bool { return v.NotAfter.Equal(newCert.NotAfter) })
-	t.Logf("client certificate rotated on every server in %s", time.Since(start).Round(time.Millisecond))
+	// Applied once every server reports the revision that names the new
+	// certificate, which the up-to-date cluster says.
+	nc := s.WaitSettledUpToDate(ctx, t, "nats", "demo", 2*time.Minute)
+	t.Logf("client certificate rotated on every server in %s (status.config.appliedBy %s)", time.Since(start).Round(time.Millisecond), nc.Status.Config.AppliedBy)
+	if nc.Status.Config.AppliedBy != clusterv1beta1.AppliedByReload {
+		t.Errorf("the client certificate was applied by %s (%s), want Reload", nc.Status.Config.AppliedBy, nc.Status.Config.RestartReason)
+	}
 
 	time.Sleep(1100 * time.Millisecond)
 	start = time.Now()
@@ -235,7 +241,7 @@ func TestRotatingCertificatesReloadsWithoutRestarts(t *testing.T) {
 	waitAllReport(ctx, t, s, "a new route certificate", func(v varzTLS) bool { return v.Cluster.NotAfter.After(oldRoute) })
 	t.Logf("route certificate reissued and reloaded on every server in %s", time.Since(start).Round(time.Millisecond))
 
-	nc := s.WaitSettledUpToDate(ctx, t, "nats", "demo", 2*time.Minute)
+	nc = s.WaitSettledUpToDate(ctx, t, "nats", "demo", 2*time.Minute)
 	if nc.Status.Config == nil || nc.Status.Config.AppliedBy != clusterv1beta1.AppliedByReload {
 		t.Errorf("status.config %+v, want AppliedBy Reload", nc.Status.Config)
 	}
