@@ -1,0 +1,106 @@
+package controller
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	core "k8s.io/client-go/testing"
+
+	"github.com/nats-operator/nats-operator/internal/pki"
+	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
+	"github.com/nats-operator/nats-operator/pkg/render"
+	rt "github.com/nats-operator/nats-operator/pkg/render/rendertest"
+)
+
+// withRouteSecret sets spec.routes.tls to mode Secret with the Secret name.
+func withRouteSecret(nc *clusterv1beta1.NatsCluster, name string) *clusterv1beta1.NatsCluster {
+	nc.Spec.Routes.TLS = &clusterv1beta1.RouteTLS{Mode: clusterv1beta1.RouteTLSSecret, Secret: &clusterv1beta1.TLSSecretRef{Name: name, CertKey: "crt", KeyKey: "key", CAKey: "ca"}}
+	return nc
+}
+
+// A route TLS Secret the spec names that does not exist holds the new
+// cluster with CertificateNotReady naming it; nothing but the system user
+// Secret, the Services and the PDB is written.
+func TestSyncHoldsAMissingRouteTLSSecret(t *testing.T) {
+	f := newFixture(t, withRouteSecret(rt.NewCluster("ns", "demo"), "my-routes"))
+	acts := writes(f.sync())
+	for _, a := range describe(acts) {
+		if strings.Contains(a, "statefulsets") || strings.Contains(a, "configmaps") {
+			t.Errorf("action %s while the Secret is missing", a)
+		}
+	}
+	c := conditionIn(writtenStatus(acts), clusterv1beta1.ConditionProgressing)
+	if c.Reason != clusterv1beta1.ReasonCertificateNotReady || !strings.Contains(c.Message, "spec.routes.tls.secret: Secret ns/my-routes not found") {
+		t.Errorf("Progressing %s %q, want CertificateNotReady naming ns/my-routes", c.Reason, c.Message)
+	}
+}
+
+// The user's route TLS Secret renders into the servers' config volume with
+// its own keys, and the config names the files.
+func TestSyncRendersTheUsersRouteTLSSecret(t *testing.T) {
+	now := time.Now()
+	ca, _ := pki.NewCA("user CA", now)
+	leaf, _ := pki.Issue(ca, "routes", []string{"*.demo-headless.ns.svc"}, now)
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "my-routes"},
+		Data: map[string][]byte{"crt": leaf.Cert, "key": leaf.Key, "ca": ca.Cert}}
+	f := newFixture(t, withRouteSecret(rt.NewCluster("ns", "demo"), "my-routes"), secret)
+	acts := writes(f.sync())
+	var cm *corev1.ConfigMap
+	for _, a := range acts {
+		if c, ok := a.(core.CreateAction); ok {
+			if o, ok := c.GetObject().(*corev1.ConfigMap); ok && o.Name == "demo-0-config" {
+				cm = o
+			}
+		}
+	}
+	if cm == nil {
+		t.Fatalf("no ConfigMap created: %v", describe(acts))
+	}
+	if conf := cm.Data[render.ConfigKey]; !strings.Contains(conf, render.ConfigDir+"/"+render.RoutesTLSDir+"/tls.crt") || !strings.Contains(conf, `"routes_certificate"`) {
+		t.Errorf("the config does not name the route certificate or its digest:\n%s", conf)
+	}
+	for _, a := range describe(acts) {
+		if strings.Contains(a, "secrets demo-routes") {
+			t.Errorf("%s: the user's Secret needs no generated one", a)
+		}
+	}
+}
+
+// A generated route certificate with less than a third of its lifetime
+// left is reissued under the same CA: only the certificate's Secret is
+// written.
+func TestSyncRenewsAnExpiringRouteCertificateUnderTheSameCA(t *testing.T) {
+	nc := rt.NewCluster("ns", "demo")
+	old := time.Now().Add(-70 * 24 * time.Hour)
+	ca, _ := pki.NewCA("demo routes CA", old)
+	leaf, _ := pki.Issue(ca, "demo routes", routeTLSNames(nc), old)
+	owned := func(name string, data map[string][]byte) *corev1.Secret {
+		s := ownedSecret(nc, name, nil, data)
+		s.ResourceVersion = "1"
+		return s
+	}
+	f := newFixture(t, nc,
+		owned("demo-routes-ca", map[string][]byte{keyCA: ca.Cert, keyCAKey: ca.Key}),
+		owned("demo-routes-tls", map[string][]byte{keyCert: leaf.Cert, keyKey: leaf.Key, keyCA: ca.Cert}))
+	acts := writes(f.sync())
+	var renewed *corev1.Secret
+	for _, a := range acts {
+		if u, ok := a.(core.UpdateAction); ok && a.GetVerb() == "update" {
+			if s, ok := u.GetObject().(*corev1.Secret); ok {
+				if s.Name != "demo-routes-tls" {
+					t.Errorf("updated Secret %s, want only demo-routes-tls", s.Name)
+				}
+				renewed = s
+			}
+		}
+	}
+	if renewed == nil {
+		t.Fatalf("the expiring certificate was not renewed: %v", describe(acts))
+	}
+	if err := pki.Check(renewed.Data[keyCert], ca.Cert, []string{"demo-0-0.demo-headless.ns.svc"}, time.Now()); err != nil {
+		t.Errorf("the renewed certificate: %v", err)
+	}
+}
