@@ -189,10 +189,15 @@ func TestStorageReplacesServersOnAClassThatCannotExpand(t *testing.T) {
 		if c := conditionOf(nc, clusterv1beta1.ConditionProgressing); c.Reason == clusterv1beta1.ReasonReplaceBlocked && !raised {
 			t.Logf("held after %s: %s", time.Since(start).Round(time.Millisecond), c.Message)
 			requireContains(t, "the hold", c.Message, "$G/ONE", "--replicas 3")
-			if _, err := js.UpdateStream(ctx, jetstream.StreamConfig{Name: "ONE", Subjects: []string{"ONE.>"}, Replicas: 3, Storage: jetstream.FileStorage,
-				Duplicates: 10 * time.Minute}); err != nil {
-				t.Fatalf("raising ONE to 3 replicas: %v", err)
-			}
+			// The hold can show while the server replaced before is still
+			// rejoining; nats-server then has no third peer yet ("no
+			// suitable peers for placement"), so the edit is retried, as a
+			// user would.
+			poll.Eventually(t, 2*time.Minute, 500*time.Millisecond, "ONE raised to 3 replicas", func() error {
+				_, err := js.UpdateStream(ctx, jetstream.StreamConfig{Name: "ONE", Subjects: []string{"ONE.>"}, Replicas: 3, Storage: jetstream.FileStorage,
+					Duplicates: 10 * time.Minute})
+				return err
+			})
 			raised = true
 		}
 		if len(nc.Status.Removals) > 1 {
