@@ -24,7 +24,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -71,7 +70,11 @@ func routeTLSMode(st *clusterState) clusterv1beta1.RouteTLSMode {
 			continue
 		}
 		created = true
-		if so.configMap != nil && strings.Contains(so.configMap.Data[render.ConfigKey], "/"+render.RoutesTLSDir+"/") {
+		if so.configMap == nil {
+			continue
+		}
+		// The RouteTLS fact the planner classifies, read back as it does.
+		if running, err := render.ReadConfig([]byte(so.configMap.Data[render.ConfigKey]), render.ImageVersion(so.statefulSet)); err == nil && running.Facts.RouteTLS {
 			return clusterv1beta1.RouteTLSGenerated
 		}
 	}
