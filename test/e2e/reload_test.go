@@ -119,12 +119,19 @@ func TestUnconfirmedReloadBecomesARestart(t *testing.T) {
 		return fmt.Errorf("status.rollout %+v; %s", nc.Status.Rollout, framework.Conditions(nc))
 	})
 	t.Logf("status.rollout.restartReason: %s", why)
-	if !strings.HasPrefix(why, "demo-2 did not report revision ") || !strings.HasSuffix(why, " within 5s of its reload") {
-		t.Errorf("restartReason %q, want demo-2 named with the 5s timeout", why)
+	// Servers are reloaded highest ordinal first, so demo-2 is the first to
+	// be given the 5 s window; but the node refreshes mounted ConfigMaps on
+	// its own 30 s period, and a refresh that falls inside a server's window
+	// confirms that reload (it failed once in CI so: demo-2 confirmed,
+	// demo-1 did not). The reason names whichever server missed its window.
+	server, rest, ok := strings.Cut(why, " did not report revision ")
+	if !ok || !slices.Contains([]string{"demo-0", "demo-1", "demo-2"}, server) || !strings.HasSuffix(rest, " within 5s of its reload") {
+		t.Fatalf("restartReason %q, want a server of demo named with the 5s timeout", why)
 	}
-	poll.Eventually(t, 2*time.Minute, 250*time.Millisecond, "demo-2 restarted", func() error {
-		if uid := s.PodUIDs(ctx, "nats", "demo-2-0")["demo-2-0"]; uid == "" || uid == before["demo-2-0"] {
-			return fmt.Errorf("demo-2-0 has UID %q", uid)
+	pod := server + "-0"
+	poll.Eventually(t, 2*time.Minute, 250*time.Millisecond, pod+" restarted", func() error {
+		if uid := s.PodUIDs(ctx, "nats", pod)[pod]; uid == "" || uid == before[pod] {
+			return fmt.Errorf("%s has UID %q", pod, uid)
 		}
 		return nil
 	})

@@ -60,12 +60,20 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &clusterv1beta1.JetStreamStatusApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("LocalObjectReference"):
 		return &clusterv1beta1.LocalObjectReferenceApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("MetricsSpec"):
+		return &clusterv1beta1.MetricsSpecApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("NatsCluster"):
 		return &clusterv1beta1.NatsClusterApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("NatsClusterSpec"):
 		return &clusterv1beta1.NatsClusterSpecApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("NatsClusterStatus"):
 		return &clusterv1beta1.NatsClusterStatusApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("NetworkPolicySpec"):
+		return &clusterv1beta1.NetworkPolicySpecApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("PodSpecOverride"):
+		return &clusterv1beta1.PodSpecOverrideApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("PodTemplate"):
+		return &clusterv1beta1.PodTemplateApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("RolloutSpec"):
 		return &clusterv1beta1.RolloutSpecApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("RolloutStatus"):

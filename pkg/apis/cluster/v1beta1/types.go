@@ -38,6 +38,7 @@ type NatsCluster struct {
 }
 
 // NatsClusterSpec is the desired NATS cluster.
+// +kubebuilder:validation:XValidation:rule="!has(self.resources) || (!has(self.resources.limits) && !has(self.resources.requests)) || !has(self.podTemplate) || !has(self.podTemplate.spec) || !has(self.podTemplate.spec.containers) || self.podTemplate.spec.containers.all(c, c.name != 'nats' || !has(c.resources))",message="the nats container's resources are set either in spec.resources or in spec.podTemplate.spec.containers[name=nats].resources, not both",fieldPath=".podTemplate.spec.containers"
 type NatsClusterSpec struct {
 	// version is the nats-server version every server runs, a semantic
 	// version such as 2.15.2; the image tag is always this. A change may move
@@ -114,6 +115,24 @@ type NatsClusterSpec struct {
 	// restart.
 	// +optional
 	TLS *ClientTLS `json:"tls,omitempty"`
+
+	// podTemplate is merged over every server's pod: scheduling (node
+	// selector, tolerations, affinity, topology spread, priority class),
+	// the nats container's resources, env and probe timings, extra volumes
+	// and sidecars. A change restarts the servers one at a time, gated like
+	// any other.
+	// +optional
+	PodTemplate *PodTemplate `json:"podTemplate,omitempty"`
+
+	// metrics are the Prometheus metrics of every server.
+	// +optional
+	// +kubebuilder:default={}
+	Metrics MetricsSpec `json:"metrics,omitempty"`
+
+	// networkPolicy is the NetworkPolicy of the servers' pods.
+	// +optional
+	// +kubebuilder:default={}
+	NetworkPolicy NetworkPolicySpec `json:"networkPolicy,omitempty"`
 }
 
 // ImageSpec names the nats-server image.

@@ -62,6 +62,16 @@ type NatsClusterSpecApplyConfiguration struct {
 	// certificate in the Secret is applied by config reload, without a
 	// restart.
 	TLS *ClientTLSApplyConfiguration `json:"tls,omitempty"`
+	// podTemplate is merged over every server's pod: scheduling (node
+	// selector, tolerations, affinity, topology spread, priority class),
+	// the nats container's resources, env and probe timings, extra volumes
+	// and sidecars. A change restarts the servers one at a time, gated like
+	// any other.
+	PodTemplate *PodTemplateApplyConfiguration `json:"podTemplate,omitempty"`
+	// metrics are the Prometheus metrics of every server.
+	Metrics *MetricsSpecApplyConfiguration `json:"metrics,omitempty"`
+	// networkPolicy is the NetworkPolicy of the servers' pods.
+	NetworkPolicy *NetworkPolicySpecApplyConfiguration `json:"networkPolicy,omitempty"`
 }
 
 // NatsClusterSpecApplyConfiguration constructs a declarative configuration of the NatsClusterSpec type for use with
@@ -153,5 +163,29 @@ func (b *NatsClusterSpecApplyConfiguration) WithRoutes(value *RoutesSpecApplyCon
 // If called multiple times, the TLS field is set to the value of the last call.
 func (b *NatsClusterSpecApplyConfiguration) WithTLS(value *ClientTLSApplyConfiguration) *NatsClusterSpecApplyConfiguration {
 	b.TLS = value
+	return b
+}
+
+// WithPodTemplate sets the PodTemplate field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the PodTemplate field is set to the value of the last call.
+func (b *NatsClusterSpecApplyConfiguration) WithPodTemplate(value *PodTemplateApplyConfiguration) *NatsClusterSpecApplyConfiguration {
+	b.PodTemplate = value
+	return b
+}
+
+// WithMetrics sets the Metrics field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Metrics field is set to the value of the last call.
+func (b *NatsClusterSpecApplyConfiguration) WithMetrics(value *MetricsSpecApplyConfiguration) *NatsClusterSpecApplyConfiguration {
+	b.Metrics = value
+	return b
+}
+
+// WithNetworkPolicy sets the NetworkPolicy field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the NetworkPolicy field is set to the value of the last call.
+func (b *NatsClusterSpecApplyConfiguration) WithNetworkPolicy(value *NetworkPolicySpecApplyConfiguration) *NatsClusterSpecApplyConfiguration {
+	b.NetworkPolicy = value
 	return b
 }
