@@ -32,18 +32,19 @@ import (
 )
 
 type options struct {
-	reloadTimeout  time.Duration
-	kubeconfig     string
-	namespace      string
-	workers        int
-	leaderElect    bool
-	leaseName      string
-	leaseNamespace string
-	healthAddr     string
-	metricsAddr    string
-	resync         time.Duration
-	qps            float64
-	burst          int
+	reloadTimeout       time.Duration
+	kubeconfig          string
+	namespace           string
+	workers             int
+	leaderElect         bool
+	leaseName           string
+	leaseNamespace      string
+	controllerNamespace string
+	healthAddr          string
+	metricsAddr         string
+	resync              time.Duration
+	qps                 float64
+	burst               int
 }
 
 func main() {
@@ -62,7 +63,11 @@ func main() {
 	flag.IntVar(&o.burst, "kube-api-burst", 40, "Burst of requests to the Kubernetes API above --kube-api-qps.")
 	flag.DurationVar(&o.reloadTimeout, "reload-timeout", controller.DefaultReloadTimeout,
 		"How long a server may take to report the config it was reloaded onto (a kubelet updates a mounted ConfigMap within about a minute) before it is restarted instead.")
+	flag.StringVar(&o.controllerNamespace, "controller-namespace", "", "Namespace the controller runs in: every cluster's NetworkPolicy admits the monitoring port from it. Empty: the pod's namespace (POD_NAMESPACE), else "+controller.DefaultControllerNamespace+".")
 	flag.Parse()
+	if o.controllerNamespace == "" {
+		o.controllerNamespace = os.Getenv("POD_NAMESPACE")
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
@@ -112,16 +117,18 @@ func run(ctx context.Context, o options) error {
 	natsFactory := natsinformers.NewSharedInformerFactoryWithOptions(natsClient, o.resync, natsinformers.WithNamespace(o.namespace))
 
 	ctrl := controller.New(ctx, kubeClient, natsClient, controller.Informers{
-		Clusters:       natsFactory.Cluster().V1beta1().NatsClusters(),
-		OperatorTrusts: natsFactory.Trust().V1beta1().NatsOperatorTrusts(),
-		AccountTrusts:  natsFactory.Trust().V1beta1().NatsAccountTrusts(),
-		StatefulSets:   kubeFactory.Apps().V1().StatefulSets(),
-		ConfigMaps:     kubeFactory.Core().V1().ConfigMaps(),
-		Services:       kubeFactory.Core().V1().Services(),
-		Pods:           kubeFactory.Core().V1().Pods(),
-		PDBs:           kubeFactory.Policy().V1().PodDisruptionBudgets(),
-		Secrets:        secretFactory.Core().V1().Secrets(),
+		Clusters:        natsFactory.Cluster().V1beta1().NatsClusters(),
+		OperatorTrusts:  natsFactory.Trust().V1beta1().NatsOperatorTrusts(),
+		AccountTrusts:   natsFactory.Trust().V1beta1().NatsAccountTrusts(),
+		StatefulSets:    kubeFactory.Apps().V1().StatefulSets(),
+		ConfigMaps:      kubeFactory.Core().V1().ConfigMaps(),
+		Services:        kubeFactory.Core().V1().Services(),
+		Pods:            kubeFactory.Core().V1().Pods(),
+		PDBs:            kubeFactory.Policy().V1().PodDisruptionBudgets(),
+		Secrets:         secretFactory.Core().V1().Secrets(),
+		NetworkPolicies: kubeFactory.Networking().V1().NetworkPolicies(),
 	}, metrics)
+	ctrl.SetControllerNamespace(o.controllerNamespace)
 	ctrl.SetReloadTimeout(o.reloadTimeout)
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {

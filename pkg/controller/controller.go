@@ -13,12 +13,14 @@ import (
 	"k8s.io/client-go/dynamic"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
+	networkinginformers "k8s.io/client-go/informers/networking/v1"
 	policyinformers "k8s.io/client-go/informers/policy/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	networkinglisters "k8s.io/client-go/listers/networking/v1"
 	policylisters "k8s.io/client-go/listers/policy/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -55,6 +57,9 @@ type Informers struct {
 	Pods           coreinformers.PodInformer
 	PDBs           policyinformers.PodDisruptionBudgetInformer
 	Secrets        coreinformers.SecretInformer
+	// NetworkPolicies, like the other objects the controller owns, need
+	// only its managed-by label.
+	NetworkPolicies networkinginformers.NetworkPolicyInformer
 }
 
 // clusterObserver is what the controller needs of an *observe.Observer; unit
@@ -76,15 +81,16 @@ type Controller struct {
 	// dynamic reads and writes cert-manager Certificates; nil without.
 	dynamic dynamic.Interface
 
-	clusters       clusterlisters.NatsClusterLister
-	operatorTrusts trustlisters.NatsOperatorTrustLister
-	accountTrusts  trustlisters.NatsAccountTrustLister
-	statefulSets   appslisters.StatefulSetLister
-	configMaps     corelisters.ConfigMapLister
-	services       corelisters.ServiceLister
-	pods           corelisters.PodLister
-	pdbs           policylisters.PodDisruptionBudgetLister
-	secrets        corelisters.SecretLister
+	clusters        clusterlisters.NatsClusterLister
+	operatorTrusts  trustlisters.NatsOperatorTrustLister
+	accountTrusts   trustlisters.NatsAccountTrustLister
+	statefulSets    appslisters.StatefulSetLister
+	configMaps      corelisters.ConfigMapLister
+	services        corelisters.ServiceLister
+	pods            corelisters.PodLister
+	pdbs            policylisters.PodDisruptionBudgetLister
+	secrets         corelisters.SecretLister
+	networkPolicies networkinglisters.NetworkPolicyLister
 	// synced are the HasSynced funcs of every informer above.
 	synced []cache.InformerSynced
 
@@ -108,6 +114,11 @@ type Controller struct {
 	// reloadTimeout is how long a reload may go unconfirmed before it
 	// becomes a restart (SetReloadTimeout).
 	reloadTimeout time.Duration
+	// controllerNamespace is where the controller runs
+	// (SetControllerNamespace): NetworkPolicies admit monitoring from it.
+	controllerNamespace string
+	// podMonitorAPI remembers whether PodMonitors are served.
+	podMonitorAPI podMonitorAPI
 
 	// cachesSynced is set once every informer has synced (for /readyz).
 	cachesSynced sync.Once
@@ -127,25 +138,26 @@ func New(ctx context.Context, kubeClient kubernetes.Interface, natsClient versio
 
 	RegisterWorkqueueMetrics(metrics)
 	c := &Controller{
-		kubeClient:     kubeClient,
-		natsClient:     natsClient,
-		clusters:       inf.Clusters.Lister(),
-		operatorTrusts: inf.OperatorTrusts.Lister(),
-		accountTrusts:  inf.AccountTrusts.Lister(),
-		statefulSets:   inf.StatefulSets.Lister(),
-		configMaps:     inf.ConfigMaps.Lister(),
-		services:       inf.Services.Lister(),
-		pods:           inf.Pods.Lister(),
-		pdbs:           inf.PDBs.Lister(),
-		secrets:        inf.Secrets.Lister(),
-		ownWrites:      newOwnWrites(),
-		reloadTimeout:  DefaultReloadTimeout,
+		kubeClient:      kubeClient,
+		natsClient:      natsClient,
+		clusters:        inf.Clusters.Lister(),
+		operatorTrusts:  inf.OperatorTrusts.Lister(),
+		accountTrusts:   inf.AccountTrusts.Lister(),
+		statefulSets:    inf.StatefulSets.Lister(),
+		configMaps:      inf.ConfigMaps.Lister(),
+		services:        inf.Services.Lister(),
+		pods:            inf.Pods.Lister(),
+		pdbs:            inf.PDBs.Lister(),
+		secrets:         inf.Secrets.Lister(),
+		networkPolicies: inf.NetworkPolicies.Lister(),
+		ownWrites:       newOwnWrites(),
+		reloadTimeout:   DefaultReloadTimeout,
 		synced: []cache.InformerSynced{
 			inf.Clusters.Informer().HasSynced, inf.OperatorTrusts.Informer().HasSynced,
 			inf.AccountTrusts.Informer().HasSynced, inf.StatefulSets.Informer().HasSynced,
 			inf.ConfigMaps.Informer().HasSynced, inf.Services.Informer().HasSynced,
 			inf.Pods.Informer().HasSynced, inf.PDBs.Informer().HasSynced,
-			inf.Secrets.Informer().HasSynced,
+			inf.Secrets.Informer().HasSynced, inf.NetworkPolicies.Informer().HasSynced,
 		},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
@@ -169,7 +181,7 @@ func New(ctx context.Context, kubeClient kubernetes.Interface, natsClient versio
 	handle(inf.Clusters.Informer(), c.enqueueCluster)
 	for _, informer := range []cache.SharedIndexInformer{
 		inf.StatefulSets.Informer(), inf.ConfigMaps.Informer(), inf.Services.Informer(),
-		inf.Pods.Informer(), inf.PDBs.Informer(),
+		inf.Pods.Informer(), inf.PDBs.Informer(), inf.NetworkPolicies.Informer(),
 	} {
 		handle(informer, c.enqueueOwner)
 	}

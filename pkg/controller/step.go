@@ -87,6 +87,9 @@ func (c *Controller) planInput(ctx context.Context, st *clusterState, out *rende
 			s.Created = true
 			s.RestartRevision = sts.Spec.Template.Annotations[clusterv1beta1.AnnotationConfigRevision]
 			s.TemplateRevision = render.TemplateRevisionOf(sts)
+			if s.TemplateRevision != target.TemplateRevision {
+				s.TemplateChanges = render.TemplateChanges(&sts.Spec.Template, &target.StatefulSet.Spec.Template)
+			}
 			s.CreatedFor = sts.Annotations[clusterv1beta1.AnnotationCreatedFor]
 			s.Reload = parseReload(&sts.ObjectMeta)
 			s.Stopped = stopped(sts)

@@ -137,7 +137,7 @@ func (c *Controller) renderTarget(st *clusterState) *render.Output {
 	if st.blocked != nil {
 		return nil
 	}
-	in := render.Input{Cluster: st.nc, Trust: st.trust}
+	in := render.Input{Cluster: st.nc, Trust: st.trust, ControllerNamespace: c.controllerNamespace}
 	for _, so := range st.servers {
 		r := render.RunningServer{Ordinal: so.ordinal, StatefulSet: so.statefulSet}
 		if so.configMap != nil {
@@ -243,6 +243,14 @@ func (c *Controller) write(ctx context.Context, st *clusterState, out *render.Ou
 		return nc, msg, err
 	}
 	if err := c.ensureSharedObjects(ctx, nc, st.shared); err != nil {
+		msg, err := refused(err)
+		return nc, msg, err
+	}
+	if err := c.ensureNetworkPolicy(ctx, nc, out); err != nil {
+		msg, err := refused(err)
+		return nc, msg, err
+	}
+	if err := c.ensurePodMonitor(ctx, nc, out); err != nil {
 		msg, err := refused(err)
 		return nc, msg, err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -80,15 +81,16 @@ func (f *fixture) sync() []core.Action {
 	ki := kubeinformers.NewSharedInformerFactory(f.kube, 0)
 	ni := natsinformers.NewSharedInformerFactory(f.nats, 0)
 	inf := Informers{
-		Clusters:       ni.Cluster().V1beta1().NatsClusters(),
-		OperatorTrusts: ni.Trust().V1beta1().NatsOperatorTrusts(),
-		AccountTrusts:  ni.Trust().V1beta1().NatsAccountTrusts(),
-		StatefulSets:   ki.Apps().V1().StatefulSets(),
-		ConfigMaps:     ki.Core().V1().ConfigMaps(),
-		Services:       ki.Core().V1().Services(),
-		Pods:           ki.Core().V1().Pods(),
-		PDBs:           ki.Policy().V1().PodDisruptionBudgets(),
-		Secrets:        ki.Core().V1().Secrets(),
+		Clusters:        ni.Cluster().V1beta1().NatsClusters(),
+		OperatorTrusts:  ni.Trust().V1beta1().NatsOperatorTrusts(),
+		AccountTrusts:   ni.Trust().V1beta1().NatsAccountTrusts(),
+		StatefulSets:    ki.Apps().V1().StatefulSets(),
+		ConfigMaps:      ki.Core().V1().ConfigMaps(),
+		Services:        ki.Core().V1().Services(),
+		Pods:            ki.Core().V1().Pods(),
+		PDBs:            ki.Policy().V1().PodDisruptionBudgets(),
+		Secrets:         ki.Core().V1().Secrets(),
+		NetworkPolicies: ki.Networking().V1().NetworkPolicies(),
 	}
 	c := New(ctx, f.kube, f.nats, inf, NewMetrics(prometheus.NewRegistry()))
 	f.recorder = record.NewFakeRecorder(100)
@@ -120,6 +122,8 @@ func (f *fixture) sync() []core.Action {
 			must(inf.Services.Informer().GetIndexer().Add(o))
 		case *corev1.Secret:
 			must(inf.Secrets.Informer().GetIndexer().Add(o))
+		case *networkingv1.NetworkPolicy:
+			must(inf.NetworkPolicies.Informer().GetIndexer().Add(o))
 		default:
 			if pdb, ok := o.(metav1.Object); ok && strings.HasSuffix(fmt.Sprintf("%T", o), "PodDisruptionBudget") {
 				must(inf.PDBs.Informer().GetIndexer().Add(pdb))
@@ -177,6 +181,9 @@ func writtenStatus(actions []core.Action) *clusterv1beta1.NatsCluster {
 func running(t *testing.T, out *render.Output) []runtime.Object {
 	t.Helper()
 	objs := []runtime.Object{out.ClientService.DeepCopy(), out.HeadlessService.DeepCopy(), out.PDB.DeepCopy()}
+	if out.NetworkPolicy != nil {
+		objs = append(objs, out.NetworkPolicy.DeepCopy())
+	}
 	for i, s := range out.Servers {
 		cm := s.ConfigMap.DeepCopy()
 		sts := s.StatefulSet.DeepCopy()
@@ -236,6 +243,7 @@ func TestSyncCreatesEveryObjectOfANewCluster(t *testing.T) {
 		"create secrets demo-routes-ca",
 		"create secrets demo-routes-tls",
 		"create services demo", "create services demo-headless", "create poddisruptionbudgets demo",
+		"create networkpolicies demo",
 		"create configmaps demo-0-config", "create statefulsets demo-0",
 		"create configmaps demo-1-config", "create statefulsets demo-1",
 		"patch natsclusters demo",

@@ -228,7 +228,7 @@ func DeriveJetStreamLimits(spec *clusterv1beta1.NatsClusterSpec) *clusterv1beta1
 	if js.Limits != nil && js.Limits.MaxMemoryStore != nil {
 		q := js.Limits.MaxMemoryStore.DeepCopy()
 		out.MaxMemoryStore = &q
-	} else if mem, ok := spec.Resources.Limits[corev1.ResourceMemory]; ok && mem.Sign() > 0 {
+	} else if mem, ok := NatsResources(spec).Limits[corev1.ResourceMemory]; ok && mem.Sign() > 0 {
 		out.MaxMemoryStore = percentOf(mem.Value(), 75)
 	}
 	if js.Limits != nil && js.Limits.MaxFileStore != nil {

@@ -19,6 +19,12 @@ const (
 	ClientPortName  = "client"
 	ClusterPortName = "cluster"
 	MonitorPortName = "monitor"
+
+	// MetricsPort is the exporter sidecar's Prometheus port.
+	MetricsPort     int32 = 7777
+	MetricsPortName       = "metrics"
+	// ExporterContainerName is the exporter sidecar's container.
+	ExporterContainerName = "metrics"
 )
 
 // Container, volumes and paths of every server's pod.

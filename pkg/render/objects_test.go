@@ -136,15 +136,17 @@ func TestPodsMeetTheRestrictedPodSecurityStandard(t *testing.T) {
 				t.Errorf("%s uses a hostPath volume", s.Name)
 			}
 		}
-		if len(pod.Containers) != 1 {
-			t.Fatalf("%s has %d containers", s.Name, len(pod.Containers))
+		if len(pod.Containers) != 2 || pod.Containers[0].Name != "nats" || pod.Containers[1].Name != "metrics" {
+			t.Fatalf("%s has containers %+v, want nats and metrics", s.Name, pod.Containers)
+		}
+		for _, c := range pod.Containers {
+			sc := c.SecurityContext
+			if sc == nil || *sc.AllowPrivilegeEscalation || !*sc.ReadOnlyRootFilesystem ||
+				len(sc.Capabilities.Drop) != 1 || sc.Capabilities.Drop[0] != "ALL" || len(sc.Capabilities.Add) != 0 {
+				t.Errorf("%s container %s security context = %+v", s.Name, c.Name, sc)
+			}
 		}
 		c := pod.Containers[0]
-		sc := c.SecurityContext
-		if sc == nil || *sc.AllowPrivilegeEscalation || !*sc.ReadOnlyRootFilesystem ||
-			len(sc.Capabilities.Drop) != 1 || sc.Capabilities.Drop[0] != "ALL" || len(sc.Capabilities.Add) != 0 {
-			t.Errorf("%s container security context = %+v", s.Name, sc)
-		}
 		if len(c.Env) != 1 || c.Env[0].Name != "GOMEMLIMIT" || c.Env[0].Value != "966367641" {
 			t.Errorf("%s env = %+v, want GOMEMLIMIT 966367641 (90%% of 1Gi)", s.Name, c.Env)
 		}
@@ -152,7 +154,7 @@ func TestPodsMeetTheRestrictedPodSecurityStandard(t *testing.T) {
 			t.Errorf("%s termination grace period %ds does not outlast lame duck", s.Name, grace)
 		}
 		anti := pod.Affinity.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution
-		if len(anti) != 1 || anti[0].PodAffinityTerm.TopologyKey != "kubernetes.io/hostname" ||
+		if len(anti) != 2 || anti[0].PodAffinityTerm.TopologyKey != "kubernetes.io/hostname" || anti[1].PodAffinityTerm.TopologyKey != "topology.kubernetes.io/zone" ||
 			anti[0].PodAffinityTerm.LabelSelector.MatchLabels["cluster.nats-operator.io/cluster"] != "demo" {
 			t.Errorf("%s anti-affinity = %+v", s.Name, anti)
 		}
@@ -282,7 +284,9 @@ func TestRenderImportsOnlyWhatItMay(t *testing.T) {
 		t.Fatalf("go list: %v\n%s", err, imports)
 	}
 	allowed := []string{"github.com/nats-operator/nats-operator/pkg/apis/", "k8s.io/api/", "k8s.io/apimachinery/",
-		"github.com/nats-io/jwt/v2", "github.com/nats-io/nkeys"}
+		"github.com/nats-io/jwt/v2", "github.com/nats-io/nkeys",
+		// The Pod Security Standards checks, pure functions of a pod spec.
+		"k8s.io/pod-security-admission/"}
 	for _, imp := range strings.Fields(string(imports)) {
 		std := !strings.Contains(strings.Split(imp, "/")[0], ".")
 		ok := std && !slices.Contains([]string{"os", "os/exec", "net", "net/http", "time", "math/rand", "math/rand/v2", "log", "log/slog"}, imp)

@@ -2,6 +2,7 @@ package render
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -13,9 +14,11 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
 )
@@ -42,7 +45,14 @@ type Input struct {
 	// TLS are the routes' and clients' certificates (spec.routes.tls and
 	// spec.tls as the controller resolved them); zero for plain TCP.
 	TLS TLS
+	// ControllerNamespace is where the controller runs: the NetworkPolicy
+	// admits the monitoring port from it. Empty means
+	// DefaultControllerNamespace.
+	ControllerNamespace string
 }
+
+// DefaultControllerNamespace is where the manifests install the controller.
+const DefaultControllerNamespace = "nats-system"
 
 // RunningServer is one server's existing objects.
 type RunningServer struct {
@@ -70,6 +80,11 @@ type Output struct {
 	HeadlessService *corev1.Service
 	// PDB is "<name>" with maxUnavailable 1.
 	PDB *policyv1.PodDisruptionBudget
+	// NetworkPolicy is "<name>"; nil with spec.networkPolicy.enabled false.
+	NetworkPolicy *networkingv1.NetworkPolicy
+	// PodMonitor is "<name>" (prometheus-operator's); nil with
+	// spec.metrics.enabled false.
+	PodMonitor *unstructured.Unstructured
 	// Auth is the auth mode every server runs with.
 	Auth AuthMode
 }
@@ -174,6 +189,8 @@ func Render(in Input) (*Output, error) {
 		ClientService:   clientService(nc),
 		HeadlessService: headlessService(nc),
 		PDB:             pdb(nc),
+		NetworkPolicy:   NetworkPolicy(nc, cmp.Or(in.ControllerNamespace, DefaultControllerNamespace)),
+		PodMonitor:      PodMonitor(nc),
 		Auth:            auth,
 	}
 
@@ -184,7 +201,10 @@ func Render(in Input) (*Output, error) {
 		if err != nil {
 			return nil, fmt.Errorf("render: encoding the config of %s: %w", ServerName(nc.Name, i), err)
 		}
-		sts := statefulSet(nc, i, "", in.TLS)
+		sts, err := statefulSet(nc, i, "", in.TLS)
+		if err != nil {
+			return nil, err
+		}
 		tmplRev, err := templateDigest(claimsOfRunning(&sts.Spec, in.Running, i))
 		if err != nil {
 			return nil, fmt.Errorf("render: encoding the StatefulSet of %s: %w", ServerName(nc.Name, i), err)

@@ -45,13 +45,22 @@ func headlessService(nc *clusterv1beta1.NatsCluster) *corev1.Service {
 			ClusterIP:                corev1.ClusterIPNone,
 			PublishNotReadyAddresses: true,
 			Selector:                 ClusterSelector(nc.Name),
-			Ports: []corev1.ServicePort{
-				servicePort(ClientPortName, ClientPort),
-				servicePort(ClusterPortName, ClusterPort),
-				servicePort(MonitorPortName, MonitorPort),
-			},
+			Ports:                    headlessPorts(&nc.Spec),
 		},
 	}
+}
+
+// headlessPorts are every server port, and the exporter's when it runs.
+func headlessPorts(spec *clusterv1beta1.NatsClusterSpec) []corev1.ServicePort {
+	ports := []corev1.ServicePort{
+		servicePort(ClientPortName, ClientPort),
+		servicePort(ClusterPortName, ClusterPort),
+		servicePort(MonitorPortName, MonitorPort),
+	}
+	if spec.Metrics.IsEnabled() {
+		ports = append(ports, servicePort(MetricsPortName, MetricsPort))
+	}
+	return ports
 }
 
 // pdb lets at most one server be disrupted at a time.

@@ -1,10 +1,12 @@
 package render
 
 import (
+	"fmt"
 	"maps"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -21,7 +23,7 @@ const (
 // set to rev ("" while the revision is being computed). Fields the API
 // server would default are set to those defaults, so that the StatefulSet
 // read back compares equal (apiequality.Semantic) to the rendered one.
-func statefulSet(nc *clusterv1beta1.NatsCluster, ordinal int32, rev string, tls TLS) *appsv1.StatefulSet {
+func statefulSet(nc *clusterv1beta1.NatsCluster, ordinal int32, rev string, tls TLS) (*appsv1.StatefulSet, error) {
 	name := ServerName(nc.Name, ordinal)
 	spec := &nc.Spec
 	labels := ServerLabels(nc.Name, ordinal)
@@ -34,7 +36,9 @@ func statefulSet(nc *clusterv1beta1.NatsCluster, ordinal int32, rev string, tls 
 
 	startup, readiness, liveness := probes(spec.Version)
 
-	f, t := false, true
+	f := false
+	t := true
+	resources := NatsResources(spec)
 	grace := int64(TerminationGracePeriodSeconds)
 	// The official nats image (FROM scratch) holds the server at /nats-server
 	// with no shell and no PATH entry for /, so commands name it absolutely.
@@ -47,7 +51,7 @@ func statefulSet(nc *clusterv1beta1.NatsCluster, ordinal int32, rev string, tls 
 			{Name: ClusterPortName, ContainerPort: ClusterPort, Protocol: corev1.ProtocolTCP},
 			{Name: MonitorPortName, ContainerPort: MonitorPort, Protocol: corev1.ProtocolTCP},
 		},
-		Resources: *spec.Resources.DeepCopy(),
+		Resources: resources,
 		VolumeMounts: []corev1.VolumeMount{
 			{Name: ConfigVolumeName, MountPath: ConfigDir, ReadOnly: true},
 			{Name: DataVolumeName, MountPath: DataDir},
@@ -62,14 +66,9 @@ func statefulSet(nc *clusterv1beta1.NatsCluster, ordinal int32, rev string, tls 
 		TerminationMessagePath:   corev1.TerminationMessagePathDefault,
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 		ImagePullPolicy:          corev1.PullIfNotPresent,
-		SecurityContext: &corev1.SecurityContext{
-			AllowPrivilegeEscalation: &f,
-			ReadOnlyRootFilesystem:   &t,
-			RunAsNonRoot:             &t,
-			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-		},
+		SecurityContext:          restrictedContainerContext(),
 	}
-	if gml := GoMemLimit(spec.Resources); gml != "" {
+	if gml := GoMemLimit(resources); gml != "" {
 		container.Env = []corev1.EnvVar{{Name: "GOMEMLIMIT", Value: gml}}
 	}
 
@@ -104,8 +103,13 @@ func statefulSet(nc *clusterv1beta1.NatsCluster, ordinal int32, rev string, tls 
 		volumes = append(volumes, corev1.Volume{Name: DataVolumeName, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 	}
 
+	containers := []corev1.Container{container}
+	if spec.Metrics.IsEnabled() {
+		containers = append(containers, exporterContainer(spec))
+	}
+
 	one := int32(1)
-	return &appsv1.StatefulSet{
+	sts := &appsv1.StatefulSet{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
 		ObjectMeta: objectMeta(nc, name, labels),
 		Spec: appsv1.StatefulSetSpec{
@@ -125,7 +129,7 @@ func statefulSet(nc *clusterv1beta1.NatsCluster, ordinal int32, rev string, tls 
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: podLabels, Annotations: annotations},
 				Spec: corev1.PodSpec{
-					Containers:                    []corev1.Container{container},
+					Containers:                    containers,
 					RestartPolicy:                 corev1.RestartPolicyAlways,
 					DNSPolicy:                     corev1.DNSClusterFirst,
 					SchedulerName:                 corev1.DefaultSchedulerName,
@@ -141,19 +145,68 @@ func statefulSet(nc *clusterv1beta1.NatsCluster, ordinal int32, rev string, tls 
 						FSGroupChangePolicy: ptr(corev1.FSGroupChangeOnRootMismatch),
 						SeccompProfile:      &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 					},
-					Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
-						PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
-							Weight: 100,
-							PodAffinityTerm: corev1.PodAffinityTerm{
-								LabelSelector: &metav1.LabelSelector{MatchLabels: ClusterSelector(nc.Name)},
-								TopologyKey:   corev1.LabelHostname,
-							},
-						}},
-					}},
+					Affinity: DefaultAffinity(nc.Name),
 				},
 			},
 			VolumeClaimTemplates: claims,
 		},
+	}
+	if err := applyPodTemplate(spec, &sts.Spec.Template); err != nil {
+		return nil, err
+	}
+	return sts, nil
+}
+
+// DefaultAffinity spreads a cluster's servers across nodes and, where nodes
+// carry zone labels, across zones: preferred, so a cluster still runs on
+// fewer nodes than servers. A podTemplate's affinity or topology spread
+// replaces it.
+func DefaultAffinity(cluster string) *corev1.Affinity {
+	term := func(weight int32, key string) corev1.WeightedPodAffinityTerm {
+		return corev1.WeightedPodAffinityTerm{
+			Weight: weight,
+			PodAffinityTerm: corev1.PodAffinityTerm{
+				LabelSelector: &metav1.LabelSelector{MatchLabels: ClusterSelector(cluster)},
+				TopologyKey:   key,
+			},
+		}
+	}
+	return &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+		PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{
+			term(100, corev1.LabelHostname),
+			term(50, corev1.LabelTopologyZone),
+		},
+	}}
+}
+
+// exporterContainer is the prometheus-nats-exporter sidecar: it reads the
+// server's monitoring endpoints over localhost and serves them to
+// Prometheus on the pod's address, port metrics.
+func exporterContainer(spec *clusterv1beta1.NatsClusterSpec) corev1.Container {
+	image := spec.Metrics.Image
+	if image == "" {
+		image = clusterv1beta1.DefaultExporterImage
+	}
+	return corev1.Container{
+		Name:  ExporterContainerName,
+		Image: image,
+		Args: []string{
+			fmt.Sprintf("-port=%d", MetricsPort), "-addr=$(POD_IP)",
+			"-connz", "-routez", "-subz", "-varz", "-healthz", "-jsz=all", "-use_internal_server_name",
+			fmt.Sprintf("http://localhost:%d", MonitorPort),
+		},
+		Env: []corev1.EnvVar{{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{
+			FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "status.podIP"},
+		}}},
+		Ports: []corev1.ContainerPort{{Name: MetricsPortName, ContainerPort: MetricsPort, Protocol: corev1.ProtocolTCP}},
+		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+			corev1.ResourceCPU:    resource.MustParse("10m"),
+			corev1.ResourceMemory: resource.MustParse("32Mi"),
+		}},
+		TerminationMessagePath:   corev1.TerminationMessagePathDefault,
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+		ImagePullPolicy:          corev1.PullIfNotPresent,
+		SecurityContext:          restrictedContainerContext(),
 	}
 }
 

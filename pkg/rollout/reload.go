@@ -61,6 +61,12 @@ func (p *planner) reloadable(s ServerState) (bool, string) {
 		if why := restartOnly(in, Classify(s.Running, in.Target)); why != "" {
 			return false, why
 		}
+		switch {
+		case len(s.TemplateChanges) == 1 && s.TemplateChanges[0] == "labels or annotations":
+			return false, fmt.Sprintf("the pod template of %s changes only its labels or annotations: the server itself would not need a restart, but its StatefulSet replaces the pod for any template change", s.Name)
+		case len(s.TemplateChanges) > 0:
+			return false, fmt.Sprintf("the pod template of %s changes (%s), which only a restart applies", s.Name, strings.Join(s.TemplateChanges, ", "))
+		}
 		return false, fmt.Sprintf("the pod template of %s changes (image, resources or probes), which only a restart applies", s.Name)
 	}
 	if s.ConfigRevision != s.RestartRevision && !(s.Reload.Revision == s.ConfigRevision && s.Reload.Phase == ReloadDone) &&

@@ -123,6 +123,10 @@ type ServerState struct {
 	// when something other than the config changes (resources, image).
 	TemplateRevision       string
 	TargetTemplateRevision string
+	// TemplateChanges name the parts of the pod template that differ from
+	// the target ("scheduling", "the nats container", "labels or
+	// annotations"), for the restart reason; empty when not known.
+	TemplateChanges []string
 	// CreatedFor is the cluster revision the server's StatefulSet was created
 	// for (its created-for annotation); empty when unknown. A server created
 	// for TargetRevision was added by this rollout.

@@ -1,0 +1,185 @@
+package controller
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/klog/v2"
+
+	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
+	"github.com/nats-operator/nats-operator/pkg/render"
+)
+
+// DefaultControllerNamespace is the namespace the controller runs in unless
+// told otherwise: the manifests install it there.
+const DefaultControllerNamespace = render.DefaultControllerNamespace
+
+// SetControllerNamespace names the namespace the controller runs in: the
+// NetworkPolicy of every cluster admits the monitoring port from it.
+func (c *Controller) SetControllerNamespace(ns string) { c.controllerNamespace = ns }
+
+// ensureNetworkPolicy creates, corrects or (with spec.networkPolicy.enabled
+// false) deletes the cluster's NetworkPolicy. One of another owner in the
+// way is never touched; nothing is done without a rendered target (a spec
+// held InvalidSpec).
+func (c *Controller) ensureNetworkPolicy(ctx context.Context, nc *clusterv1beta1.NatsCluster, out *render.Output) error {
+	if out == nil {
+		return nil
+	}
+	want := out.NetworkPolicy
+	got, err := c.networkPolicies.NetworkPolicies(nc.Namespace).Get(nc.Name)
+	if apierrors.IsNotFound(err) {
+		got, err = nil, nil
+	}
+	if err != nil {
+		return err
+	}
+	client := c.kubeClient.NetworkingV1().NetworkPolicies(nc.Namespace)
+	switch {
+	case want == nil && got == nil:
+		return nil
+	case got != nil && !metav1.IsControlledBy(got, nc):
+		if want == nil {
+			return nil
+		}
+		return &notControlledError{"NetworkPolicy", got.Namespace, got.Name}
+	case want == nil:
+		uid := got.UID
+		err := client.Delete(ctx, got.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		c.countWrite("networkpolicies", "delete")
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return writeError("deleting", "NetworkPolicy", got, err)
+		}
+		klog.FromContext(ctx).V(2).Info("Deleted NetworkPolicy: spec.networkPolicy.enabled is false", "networkpolicy", klog.KObj(got))
+		return nil
+	case got == nil:
+		_, err := client.Create(ctx, want, metav1.CreateOptions{FieldManager: FieldManager})
+		c.countWrite("networkpolicies", "create")
+		if apierrors.IsAlreadyExists(err) {
+			return &notControlledError{"NetworkPolicy", want.Namespace, want.Name}
+		}
+		if err != nil {
+			return writeError("creating", "NetworkPolicy", want, err)
+		}
+		klog.FromContext(ctx).V(2).Info("Created NetworkPolicy", "networkpolicy", klog.KObj(want))
+		return nil
+	}
+	if apiequality.Semantic.DeepEqual(got.Labels, want.Labels) && apiequality.Semantic.DeepEqual(got.Spec, want.Spec) {
+		return nil
+	}
+	updated := got.DeepCopy()
+	updated.Labels = want.Labels
+	updated.Spec = want.Spec
+	_, err = client.Update(ctx, updated, metav1.UpdateOptions{FieldManager: FieldManager})
+	c.countWrite("networkpolicies", "update")
+	if err != nil {
+		return writeError("updating", "NetworkPolicy", want, err)
+	}
+	klog.FromContext(ctx).V(2).Info("Updated NetworkPolicy", "networkpolicy", klog.KObj(want))
+	return nil
+}
+
+var podMonitors = schema.GroupVersionResource{Group: render.PodMonitorGroup, Version: render.PodMonitorVersion, Resource: render.PodMonitorResource}
+
+// podMonitorAPI remembers, for a minute, whether the API server serves
+// prometheus-operator's PodMonitors, so a cluster synced often does not ask
+// discovery each time, and a CRD installed later is found within a minute.
+type podMonitorAPI struct {
+	mu      sync.Mutex
+	checked time.Time
+	served  bool
+}
+
+const podMonitorRecheck = time.Minute
+
+// podMonitorsServed reports whether the PodMonitor CRD is installed.
+func (c *Controller) podMonitorsServed() (bool, error) {
+	p := &c.podMonitorAPI
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.checked.IsZero() && time.Since(p.checked) < podMonitorRecheck {
+		return p.served, nil
+	}
+	list, err := c.kubeClient.Discovery().ServerResourcesForGroupVersion(podMonitors.GroupVersion().String())
+	served := false
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return false, err
+	default:
+		for _, r := range list.APIResources {
+			served = served || r.Name == podMonitors.Resource
+		}
+	}
+	p.checked, p.served = time.Now(), served
+	return served, nil
+}
+
+// ensurePodMonitor creates or corrects the cluster's PodMonitor where
+// prometheus-operator's CRD is installed, and deletes it when metrics are
+// turned off. Without the CRD, or without a dynamic client, it does nothing.
+func (c *Controller) ensurePodMonitor(ctx context.Context, nc *clusterv1beta1.NatsCluster, out *render.Output) error {
+	if c.dynamic == nil || out == nil {
+		return nil
+	}
+	served, err := c.podMonitorsServed()
+	if err != nil || !served {
+		return err
+	}
+	want := out.PodMonitor
+	client := c.dynamic.Resource(podMonitors).Namespace(nc.Namespace)
+	got, err := client.Get(ctx, nc.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		got, err = nil, nil
+	}
+	if err != nil {
+		return err
+	}
+	switch {
+	case want == nil && got == nil:
+		return nil
+	case got != nil && !metav1.IsControlledBy(got, nc):
+		if want == nil {
+			return nil
+		}
+		return &notControlledError{"PodMonitor", got.GetNamespace(), got.GetName()}
+	case want == nil:
+		uid := got.GetUID()
+		err := client.Delete(ctx, got.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		c.countWrite("podmonitors", "delete")
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return writeError("deleting", "PodMonitor", got, err)
+		}
+		return nil
+	case got == nil:
+		_, err := client.Create(ctx, want, metav1.CreateOptions{FieldManager: FieldManager})
+		c.countWrite("podmonitors", "create")
+		if err != nil {
+			return writeError("creating", "PodMonitor", want, err)
+		}
+		klog.FromContext(ctx).V(2).Info("Created PodMonitor", "podmonitor", klog.KObj(want))
+		return nil
+	}
+	gotSpec, _, _ := unstructured.NestedMap(got.Object, "spec")
+	wantSpec, _, _ := unstructured.NestedMap(want.Object, "spec")
+	if specCovers(gotSpec, wantSpec) && apiequality.Semantic.DeepEqual(got.GetLabels(), want.GetLabels()) {
+		return nil
+	}
+	updated := got.DeepCopy()
+	updated.SetLabels(want.GetLabels())
+	if err := unstructured.SetNestedMap(updated.Object, wantSpec, "spec"); err != nil {
+		return err
+	}
+	_, err = client.Update(ctx, updated, metav1.UpdateOptions{FieldManager: FieldManager})
+	c.countWrite("podmonitors", "update")
+	if err != nil {
+		return writeError("updating", "PodMonitor", want, err)
+	}
+	return nil
+}

@@ -1,0 +1,108 @@
+package render
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
+)
+
+// NamespaceNameLabel is the label the API server sets on every namespace
+// to its name.
+const NamespaceNameLabel = "kubernetes.io/metadata.name"
+
+// NetworkPolicy is the NetworkPolicy <name> of the cluster's pods, nil with
+// spec.networkPolicy.enabled false. It admits:
+//   - the client port from anywhere;
+//   - the route port from the cluster's own servers only;
+//   - the monitoring port from the controller's namespace only (the
+//     exporter sidecar reads it over localhost, which no policy filters);
+//   - the metrics port, when the exporter runs, from metricsFrom, or from
+//     anywhere when it is empty.
+//
+// It selects ingress only: the servers' own connections out are not
+// filtered.
+func NetworkPolicy(nc *clusterv1beta1.NatsCluster, controllerNamespace string) *networkingv1.NetworkPolicy {
+	spec := &nc.Spec
+	if !spec.NetworkPolicy.IsEnabled() {
+		return nil
+	}
+	tcp := corev1.ProtocolTCP
+	port := func(name string) []networkingv1.NetworkPolicyPort {
+		p := intstr.FromString(name)
+		return []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: &p}}
+	}
+	rules := []networkingv1.NetworkPolicyIngressRule{
+		{Ports: port(ClientPortName)},
+		{Ports: port(ClusterPortName), From: []networkingv1.NetworkPolicyPeer{{
+			PodSelector: &metav1.LabelSelector{MatchLabels: ClusterSelector(nc.Name)},
+		}}},
+		{Ports: port(MonitorPortName), From: []networkingv1.NetworkPolicyPeer{{
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{NamespaceNameLabel: controllerNamespace}},
+		}}},
+	}
+	if spec.Metrics.IsEnabled() {
+		var from []networkingv1.NetworkPolicyPeer
+		for _, p := range spec.NetworkPolicy.MetricsFrom {
+			from = append(from, *p.DeepCopy())
+		}
+		rules = append(rules, networkingv1.NetworkPolicyIngressRule{Ports: port(MetricsPortName), From: from})
+	}
+	return &networkingv1.NetworkPolicy{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"},
+		ObjectMeta: objectMeta(nc, nc.Name, ClusterLabels(nc.Name)),
+		Spec: networkingv1.NetworkPolicySpec{
+			PodSelector: metav1.LabelSelector{MatchLabels: ClusterSelector(nc.Name)},
+			Ingress:     rules,
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+		},
+	}
+}
+
+// PodMonitor API of prometheus-operator.
+const (
+	PodMonitorGroup    = "monitoring.coreos.com"
+	PodMonitorVersion  = "v1"
+	PodMonitorResource = "podmonitors"
+	PodMonitorKind     = "PodMonitor"
+)
+
+// PodMonitor is the prometheus-operator PodMonitor <name> that scrapes every
+// server's exporter on its metrics port, nil with spec.metrics.enabled
+// false. The controller writes it only where its CRD is installed.
+func PodMonitor(nc *clusterv1beta1.NatsCluster) *unstructured.Unstructured {
+	if !nc.Spec.Metrics.IsEnabled() {
+		return nil
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"spec": map[string]any{
+			"selector": map[string]any{"matchLabels": stringMap(ClusterSelector(nc.Name))},
+			"namespaceSelector": map[string]any{
+				"matchNames": []any{nc.Namespace},
+			},
+			"podMetricsEndpoints": []any{map[string]any{
+				"port": MetricsPortName,
+				"path": "/metrics",
+			}},
+		},
+	}}
+	u.SetAPIVersion(PodMonitorGroup + "/" + PodMonitorVersion)
+	u.SetKind(PodMonitorKind)
+	meta := objectMeta(nc, nc.Name, ClusterLabels(nc.Name))
+	u.SetName(meta.Name)
+	u.SetNamespace(meta.Namespace)
+	u.SetLabels(meta.Labels)
+	u.SetOwnerReferences(meta.OwnerReferences)
+	return u
+}
+
+func stringMap(m map[string]string) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
