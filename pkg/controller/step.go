@@ -176,6 +176,7 @@ func assets(snap *observe.Snapshot) []rollout.Asset {
 // decision's Progressing message, for the Event of a step through a closed
 // gate.
 func (c *Controller) executeStep(ctx context.Context, st *clusterState, out *render.Output, step *rollout.Step, why string) error {
+	start := time.Now()
 	switch step.Kind {
 	case rollout.RestartOne, rollout.RestartAll:
 		if err := c.restart(ctx, st, out, step, why); err != nil {
@@ -196,7 +197,7 @@ func (c *Controller) executeStep(ctx context.Context, st *clusterState, out *ren
 	default:
 		return fmt.Errorf("the planner asked for a %s step, which this controller does not execute", step.Kind)
 	}
-	c.metrics.Steps.WithLabelValues(string(step.Kind)).Inc()
+	c.metrics.stepTaken(cache.MetaObjectToName(st.nc), step, start, time.Now())
 	klog.FromContext(ctx).V(2).Info("Took a rollout step", "kind", step.Kind, "servers", step.Servers, "revision", out.Revision, "forced", step.Forced)
 	return nil
 }

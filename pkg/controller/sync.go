@@ -58,7 +58,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		logger.V(4).Info("NatsCluster is gone; owned objects are left to the garbage collector")
 		c.observer.Forget(key.String())
 		c.ownWrites.forget(key)
-		c.metrics.GateWaiting.DeletePartialMatch(map[string]string{"namespace": key.Namespace, "name": key.Name})
+		c.metrics.forget(key)
 		return 0, nil
 	}
 	if err != nil {
@@ -113,7 +113,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		c.setCondition(status, nc, clusterv1beta1.ConditionProgressing, metav1.ConditionFalse, clusterv1beta1.ReasonReconcileFailed, refused)
 		notify = true
 	}
-	c.recordGate(nc, decision.Rollout)
+	c.metrics.recordDecision(key, decision, in.Now.Time)
 	c.recordHoldTransition(nc, meta.FindStatusCondition(nc.Status.Conditions, clusterv1beta1.ConditionProgressing),
 		meta.FindStatusCondition(status.Conditions, clusterv1beta1.ConditionProgressing), notify)
 	requeue := idleRequeue
@@ -292,14 +292,6 @@ func (c *Controller) applyDecision(status *clusterv1beta1.NatsClusterStatus, nc 
 		if status.Config == nil || status.Config.Revision != out.Revision {
 			status.Config = &clusterv1beta1.ConfigStatus{Revision: out.Revision, AppliedBy: d.AppliedBy, RestartReason: d.RestartReason}
 		}
-	}
-}
-
-// recordGate sets the gauge of the gate check the cluster waits for.
-func (c *Controller) recordGate(nc *clusterv1beta1.NatsCluster, r *clusterv1beta1.RolloutStatus) {
-	c.metrics.GateWaiting.DeletePartialMatch(map[string]string{"namespace": nc.Namespace, "name": nc.Name})
-	if r != nil && r.Gate != nil && r.Gate.WaitingFor != "" {
-		c.metrics.GateWaiting.WithLabelValues(nc.Namespace, nc.Name, r.Gate.WaitingFor).Set(1)
 	}
 }
 
