@@ -2,17 +2,13 @@ package controller
 
 import (
 	"context"
-	"fmt"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	kubeinformers "k8s.io/client-go/informers"
@@ -54,17 +50,7 @@ func (f *fixture) live() *liveController {
 	nats := natsfake.NewSimpleClientset(append([]runtime.Object{f.nc}, f.natsObjects...)...)
 	ki := kubeinformers.NewSharedInformerFactory(kube, 0)
 	ni := natsinformers.NewSharedInformerFactory(nats, 0)
-	inf := Informers{
-		Clusters:       ni.Cluster().V1beta1().NatsClusters(),
-		OperatorTrusts: ni.Trust().V1beta1().NatsOperatorTrusts(),
-		AccountTrusts:  ni.Trust().V1beta1().NatsAccountTrusts(),
-		StatefulSets:   ki.Apps().V1().StatefulSets(),
-		ConfigMaps:     ki.Core().V1().ConfigMaps(),
-		Services:       ki.Core().V1().Services(),
-		Pods:           ki.Core().V1().Pods(),
-		PDBs:           ki.Policy().V1().PodDisruptionBudgets(),
-		Secrets:        ki.Core().V1().Secrets(),
-	}
+	inf := testInformers(ki, ni)
 	reg := prometheus.NewRegistry()
 	m := NewMetrics(reg)
 	c := New(ctx, kube, nats, inf, m)
@@ -74,24 +60,7 @@ func (f *fixture) live() *liveController {
 			f.t.Fatal(err)
 		}
 	}
-	for _, o := range f.kubeObjects {
-		switch o := o.(type) {
-		case *appsv1.StatefulSet:
-			must(inf.StatefulSets.Informer().GetIndexer().Add(o))
-		case *corev1.ConfigMap:
-			must(inf.ConfigMaps.Informer().GetIndexer().Add(o))
-		case *corev1.Pod:
-			must(inf.Pods.Informer().GetIndexer().Add(o))
-		case *corev1.Service:
-			must(inf.Services.Informer().GetIndexer().Add(o))
-		case *corev1.Secret:
-			must(inf.Secrets.Informer().GetIndexer().Add(o))
-		default:
-			if pdb, ok := o.(metav1.Object); ok && strings.HasSuffix(fmt.Sprintf("%T", o), "PodDisruptionBudget") {
-				must(inf.PDBs.Informer().GetIndexer().Add(pdb))
-			}
-		}
-	}
+	must(addToCaches(inf, f.kubeObjects))
 	return &liveController{t: f.t, c: c, reg: reg, m: m, inf: inf, kube: kube, nats: nats}
 }
 

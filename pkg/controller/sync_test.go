@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -80,18 +81,7 @@ func (f *fixture) sync() []core.Action {
 	f.nats = natsfake.NewSimpleClientset(append([]runtime.Object{f.nc}, f.natsObjects...)...)
 	ki := kubeinformers.NewSharedInformerFactory(f.kube, 0)
 	ni := natsinformers.NewSharedInformerFactory(f.nats, 0)
-	inf := Informers{
-		Clusters:        ni.Cluster().V1beta1().NatsClusters(),
-		OperatorTrusts:  ni.Trust().V1beta1().NatsOperatorTrusts(),
-		AccountTrusts:   ni.Trust().V1beta1().NatsAccountTrusts(),
-		StatefulSets:    ki.Apps().V1().StatefulSets(),
-		ConfigMaps:      ki.Core().V1().ConfigMaps(),
-		Services:        ki.Core().V1().Services(),
-		Pods:            ki.Core().V1().Pods(),
-		PDBs:            ki.Policy().V1().PodDisruptionBudgets(),
-		Secrets:         ki.Core().V1().Secrets(),
-		NetworkPolicies: ki.Networking().V1().NetworkPolicies(),
-	}
+	inf := testInformers(ki, ni)
 	c := New(ctx, f.kube, f.nats, inf, NewMetrics(prometheus.NewRegistry()))
 	f.recorder = record.NewFakeRecorder(100)
 	c.recorder = f.recorder
@@ -110,26 +100,7 @@ func (f *fixture) sync() []core.Action {
 			must(inf.AccountTrusts.Informer().GetIndexer().Add(o))
 		}
 	}
-	for _, o := range f.kubeObjects {
-		switch o := o.(type) {
-		case *appsv1.StatefulSet:
-			must(inf.StatefulSets.Informer().GetIndexer().Add(o))
-		case *corev1.ConfigMap:
-			must(inf.ConfigMaps.Informer().GetIndexer().Add(o))
-		case *corev1.Pod:
-			must(inf.Pods.Informer().GetIndexer().Add(o))
-		case *corev1.Service:
-			must(inf.Services.Informer().GetIndexer().Add(o))
-		case *corev1.Secret:
-			must(inf.Secrets.Informer().GetIndexer().Add(o))
-		case *networkingv1.NetworkPolicy:
-			must(inf.NetworkPolicies.Informer().GetIndexer().Add(o))
-		default:
-			if pdb, ok := o.(metav1.Object); ok && strings.HasSuffix(fmt.Sprintf("%T", o), "PodDisruptionBudget") {
-				must(inf.PDBs.Informer().GetIndexer().Add(pdb))
-			}
-		}
-	}
+	must(addToCaches(inf, f.kubeObjects))
 	if _, err := c.sync(ctx, cache.MetaObjectToName(f.nc)); err != nil {
 		f.t.Fatalf("sync: %v", err)
 	}
@@ -326,4 +297,47 @@ func events(r *record.FakeRecorder) []string {
 			return out
 		}
 	}
+}
+
+// testInformers are the controller's informers from a fixture's factories.
+func testInformers(ki kubeinformers.SharedInformerFactory, ni natsinformers.SharedInformerFactory) Informers {
+	return Informers{
+		Clusters:        ni.Cluster().V1beta1().NatsClusters(),
+		OperatorTrusts:  ni.Trust().V1beta1().NatsOperatorTrusts(),
+		AccountTrusts:   ni.Trust().V1beta1().NatsAccountTrusts(),
+		StatefulSets:    ki.Apps().V1().StatefulSets(),
+		ConfigMaps:      ki.Core().V1().ConfigMaps(),
+		Services:        ki.Core().V1().Services(),
+		Pods:            ki.Core().V1().Pods(),
+		PDBs:            ki.Policy().V1().PodDisruptionBudgets(),
+		Secrets:         ki.Core().V1().Secrets(),
+		NetworkPolicies: ki.Networking().V1().NetworkPolicies(),
+	}
+}
+
+// addToCaches puts kube objects into the informers' caches.
+func addToCaches(inf Informers, objs []runtime.Object) error {
+	var err error
+	add := func(e error) { err = errors.Join(err, e) }
+	for _, o := range objs {
+		switch o := o.(type) {
+		case *appsv1.StatefulSet:
+			add(inf.StatefulSets.Informer().GetIndexer().Add(o))
+		case *corev1.ConfigMap:
+			add(inf.ConfigMaps.Informer().GetIndexer().Add(o))
+		case *corev1.Pod:
+			add(inf.Pods.Informer().GetIndexer().Add(o))
+		case *corev1.Service:
+			add(inf.Services.Informer().GetIndexer().Add(o))
+		case *corev1.Secret:
+			add(inf.Secrets.Informer().GetIndexer().Add(o))
+		case *networkingv1.NetworkPolicy:
+			add(inf.NetworkPolicies.Informer().GetIndexer().Add(o))
+		default:
+			if pdb, ok := o.(metav1.Object); ok && strings.HasSuffix(fmt.Sprintf("%T", o), "PodDisruptionBudget") {
+				add(inf.PDBs.Informer().GetIndexer().Add(pdb))
+			}
+		}
+	}
+	return err
 }
