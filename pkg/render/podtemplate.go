@@ -236,7 +236,7 @@ func restricted(tmpl *corev1.PodTemplateSpec, spec *corev1.PodSpec) error {
 	}
 	return &SpecError{
 		Field:   "spec.podTemplate.spec",
-		Message: fmt.Sprintf("the merged pod would violate the restricted Pod Security Standard: %s (%s)", res.ForbiddenReason(), res.ForbiddenDetail()),
+		Message: "the merged pod would violate the restricted Pod Security Standard: " + res.ForbiddenDetail(),
 	}
 }
 

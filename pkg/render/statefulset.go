@@ -192,7 +192,10 @@ func exporterContainer(spec *clusterv1beta1.NatsClusterSpec) corev1.Container {
 		Image: image,
 		Args: []string{
 			fmt.Sprintf("-port=%d", MetricsPort), "-addr=$(POD_IP)",
-			"-connz", "-routez", "-subz", "-varz", "-healthz", "-jsz=all", "-use_internal_server_name",
+			// -ri: the exporter reads /varz once before it listens, and
+			// retries every -ri seconds (30 by default) while the server is
+			// not up yet.
+			"-connz", "-routez", "-subz", "-varz", "-healthz", "-jsz=all", "-use_internal_server_name", "-ri=2",
 			fmt.Sprintf("http://localhost:%d", MonitorPort),
 		},
 		Env: []corev1.EnvVar{{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{

@@ -223,6 +223,23 @@ func TestBadNatsClustersAreRefusedNamingTheField(t *testing.T) {
 		{name: "route TLS mode Secret without a Secret is refused", edits: []edit{set("spec.routes.tls", map[string]any{"mode": "Secret"})}, field: "spec.routes.tls.secret", reason: metav1.StatusReasonInvalid},
 		{name: "route TLS Disabled with a Secret is refused", edits: []edit{set("spec.routes.tls", map[string]any{"mode": "Disabled", "secret": map[string]any{"name": "x"}})}, field: "spec.routes.tls.secret", reason: metav1.StatusReasonInvalid},
 		{name: "an unknown route TLS mode is refused", edits: []edit{set("spec.routes.tls", map[string]any{"mode": "SelfSigned"})}, field: "spec.routes.tls.mode", reason: metav1.StatusReasonInvalid},
+		{name: "a privileged sidecar is refused", edits: []edit{set("spec.podTemplate.spec.containers", []any{map[string]any{
+			"name": "debug", "image": "busybox:1.37", "securityContext": map[string]any{"privileged": true}}})}, field: "spec.podTemplate.spec.containers", reason: metav1.StatusReasonInvalid},
+		{name: "the nats container's ports cannot be changed", edits: []edit{set("spec.podTemplate.spec.containers", []any{map[string]any{
+			"name": "nats", "ports": []any{map[string]any{"name": "client", "containerPort": int64(14222)}}}})}, field: "spec.podTemplate.spec.containers", reason: metav1.StatusReasonInvalid},
+		{name: "tolerations of the wrong type are refused", edits: []edit{set("spec.podTemplate.spec.tolerations", "all")}, field: "spec.podTemplate.spec.tolerations", reason: metav1.StatusReasonInvalid},
+		{name: "a pod running as root is refused", edits: []edit{set("spec.podTemplate.spec.securityContext", map[string]any{"runAsUser": int64(0)})}, field: "spec.podTemplate.spec.securityContext.runAsUser", reason: metav1.StatusReasonInvalid},
+		{name: "the nats container's image cannot be set in the podTemplate", edits: []edit{set("spec.podTemplate.spec.containers", []any{map[string]any{
+			"name": "nats", "image": "nats:2.14.0"}})}, field: "spec.podTemplate.spec.containers", reason: metav1.StatusReasonInvalid},
+		{name: "a volume named like the controller's is refused", edits: []edit{set("spec.podTemplate.spec.volumes", []any{map[string]any{
+			"name": "config", "emptyDir": map[string]any{}}})}, field: "spec.podTemplate.spec.volumes", reason: metav1.StatusReasonInvalid},
+		{name: "a sidecar without an image is refused", edits: []edit{set("spec.podTemplate.spec.containers", []any{map[string]any{"name": "sidecar"}})}, field: "spec.podTemplate.spec.containers", reason: metav1.StatusReasonInvalid},
+		{name: "the nats container's probe checks cannot be changed", edits: []edit{set("spec.podTemplate.spec.containers", []any{map[string]any{
+			"name": "nats", "readinessProbe": map[string]any{"tcpSocket": map[string]any{"port": int64(4222)}}}})}, field: "spec.podTemplate.spec.containers", reason: metav1.StatusReasonInvalid},
+		{name: "nats resources in spec.resources and the podTemplate are refused", edits: []edit{
+			set("spec.resources", map[string]any{"limits": map[string]any{"memory": "1Gi"}}),
+			set("spec.podTemplate.spec.containers", []any{map[string]any{"name": "nats", "resources": map[string]any{"limits": map[string]any{"memory": "2Gi"}}}}),
+		}, field: "spec.podTemplate.spec.containers", reason: metav1.StatusReasonInvalid},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
