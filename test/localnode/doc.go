@@ -34,7 +34,13 @@
 //     files and execs the real command, keeping its pid, process group and
 //     parent-death signal). The hosts file has the kubelet's lines
 //     (localhost; the pod's own address, hostname and, with
-//     spec.subdomain, <hostname>.<subdomain>.<ns>.svc.cluster.local), then
+//     spec.subdomain, <hostname>.<subdomain>.<ns>.svc.cluster.local), but
+//     localhost is the pod's own address, not 127.0.0.1 (and ::1 is not
+//     localhost): pods share the machine's loopback, and a pod's own
+//     address is where only its containers listen, as on a real pod's
+//     loopback, so a sidecar reaches its nats-server at
+//     http://localhost:8222 (literal 127.0.0.1 and ::1 are the machine's;
+//     curl resolves localhost by itself). Then
 //     what CoreDNS answers from the Services with a selector, whichever
 //     node runs their pods: a headless Service <svc> gives
 //     <svc>.<ns>.svc.cluster.local the address of every endpoint and, for a
