@@ -47,7 +47,7 @@ func TestPodsResolveEachOthersStableNamesThroughTheirOwnHostsFile(t *testing.T) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := testenv.Start(t, testenv.Options{ControllerManager: true})
+	env := testenv.Start(t, testenv.Options{ControllerManager: true, SkipCRDs: true})
 	node := startNode(t, env, "localnode")
 	client := kubernetes.NewForConfigOrDie(env.Config)
 	ctx := context.Background()
