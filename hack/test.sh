@@ -9,6 +9,7 @@ echo "== test-bed binaries"
 bash hack/testbin.sh control-plane
 bash hack/testbin.sh nats 2.15.2
 bash hack/testbin.sh nats 2.15.1
+bash hack/testbin.sh exporter
 # test/certmanager runs cert-manager's controllers (about 8 minutes cold).
 bash hack/testbin.sh cert-manager
 

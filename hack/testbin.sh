@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # testbin.sh builds the binaries of the local test bed from the Go module proxy
-# into a cache outside the repository, keyed by versions and the Go version,
-# and prints the directory that holds them. A marker file is written last, so
+# (the exporter from its source vendored in third_party, with its dependencies
+# from the proxy) into a cache outside the repository, keyed by versions and
+# the Go version, and prints the directory that holds them. A marker file is written last, so
 # a half-finished build is never trusted; a warm cache is reused as it is.
 #
 #   hack/testbin.sh control-plane   -> dir with etcd, kube-apiserver, kube-controller-manager, kubectl
 #   hack/testbin.sh nats [VERSION]  -> dir with nats-server (default v2.15.2)
 #   hack/testbin.sh cert-manager    -> dir with cert-manager-controller and crds/*.yaml
-#   hack/testbin.sh all             -> control-plane and nats (the default nats
-#                                      version); not cert-manager, which takes
-#                                      about 8 minutes cold on 2 busy cores
+#   hack/testbin.sh exporter        -> dir with prometheus-nats-exporter (0.20.1),
+#                                      built from third_party/prometheus-nats-exporter
+#   hack/testbin.sh all             -> control-plane, nats (the default nats
+#                                      version) and exporter; not cert-manager,
+#                                      which takes about 8 minutes cold on 2
+#                                      busy cores
 #
 # Environment: KUBE_VERSION (v1.37.2), ETCD_VERSION (v3.6.16),
 # NATS_SERVER_VERSION (v2.15.2), CERT_MANAGER_VERSION (v1.21.2),
@@ -20,6 +24,9 @@ KUBE_VERSION="${KUBE_VERSION:-v1.37.2}"
 ETCD_VERSION="${ETCD_VERSION:-v3.6.16}"
 NATS_SERVER_VERSION="${NATS_SERVER_VERSION:-v2.15.2}"
 CERT_MANAGER_VERSION="${CERT_MANAGER_VERSION:-v1.21.2}"
+# The exporter is built from the source vendored in the repository, so its
+# version is that of the source, not a choice.
+EXPORTER_VERSION="0.20.1"
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CACHE_ROOT="${NATS_OPERATOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/nats-operator}/testbin"
 GO="${GO:-go}"
@@ -142,10 +149,40 @@ build_cert_manager() {
   echo "$dir"
 }
 
+# prometheus-nats-exporter: the module proxy does not serve it (403), so it
+# is built from its source at the tag, vendored as a nested module in
+# third_party/prometheus-nats-exporter (see its README.md); its dependencies
+# come from the proxy. Built as upstream's release is (CGO_ENABLED=0,
+# -trimpath, main.version set). The key also has a hash of the source, so an
+# edited copy is never taken for the cached build.
+build_exporter() {
+  local src="$REPO_ROOT/third_party/prometheus-nats-exporter"
+  if ! grep -q "tag \`v${EXPORTER_VERSION}\`" "$src/README.md"; then
+    echo "testbin: $src/README.md does not name tag v${EXPORTER_VERSION}: update EXPORTER_VERSION in $0" >&2
+    exit 1
+  fi
+  local key
+  key="$(cd "$src" && find . -type f \( -name '*.go' -o -name go.mod -o -name go.sum \) -print0 | LC_ALL=C sort -z |
+    xargs -0 sha256sum | sha256sum | cut -c1-12)"
+  local dir="$CACHE_ROOT/prometheus-nats-exporter-${EXPORTER_VERSION}-${key}-${GOVERSION}"
+  if [ -f "$dir/.complete" ]; then echo "$dir"; return; fi
+  log "building prometheus-nats-exporter ${EXPORTER_VERSION} from $src into $dir"
+  rm -rf "$dir.tmp" && mkdir -p "$dir.tmp"
+  (
+    cd "$src"
+    CGO_ENABLED=0 "$GO" build -trimpath -ldflags "-s -w -X main.version=${EXPORTER_VERSION}" \
+      -o "$dir.tmp/prometheus-nats-exporter" .
+  )
+  rm -rf "$dir" && mv "$dir.tmp" "$dir"
+  touch "$dir/.complete"
+  echo "$dir"
+}
+
 case "${1:-all}" in
   control-plane) build_control_plane ;;
   nats) build_nats "${2:-}" ;;
   cert-manager) build_cert_manager ;;
-  all) build_control_plane; build_nats ;;
-  *) echo "usage: $0 [control-plane|nats [VERSION]|cert-manager|all]" >&2; exit 2 ;;
+  exporter) build_exporter ;;
+  all) build_control_plane; build_nats; build_exporter ;;
+  *) echo "usage: $0 [control-plane|nats [VERSION]|cert-manager|exporter|all]" >&2; exit 2 ;;
 esac

@@ -26,7 +26,7 @@ func TestCommandRunsANodeUntilInterrupted(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/localnode").CombinedOutput(); err != nil {
 		t.Fatalf("building the command: %v\n%s", err, out)
 	}
-	env := testenv.Start(t, testenv.Options{ControllerManager: true})
+	env := testenv.Start(t, testenv.Options{ControllerManager: true, SkipCRDs: true})
 	client := kubernetes.NewForConfigOrDie(env.Config)
 	ctx := context.Background()
 	root := t.TempDir()

@@ -169,8 +169,8 @@ func (c *container) setWaiting(reason, msg string) {
 	c.w.markDirty()
 }
 
-// command returns the binary (empty unless the image runs nats-server),
-// the image ID and the rewritten command line.
+// command returns the binary (empty unless the image runs nats-server or
+// the exporter), the image ID and the rewritten command line.
 func (c *container) command(pod *corev1.Pod, vals map[string]string) (string, []string, error) {
 	var argv []string
 	for _, a := range c.spec.Command {
@@ -180,40 +180,50 @@ func (c *container) command(pod *corev1.Pod, vals map[string]string) (string, []
 	for _, a := range c.spec.Args {
 		args = append(args, expand(a, vals))
 	}
-	binary := ""
-	if isNATSImage(c.spec.Image) {
+	binary, digest := "", ""
+	switch {
+	case isNATSImage(c.spec.Image):
 		version, err := imageVersion(c.spec.Image)
 		if err != nil {
 			return "", nil, err
 		}
-		bin, digest, err := c.w.n.binaries.get(version)
-		if err != nil {
+		if binary, digest, err = c.w.n.binaries.get(version); err != nil {
 			return "", nil, err
 		}
-		binary = bin
-		ref := c.spec.Image
-		if i := strings.Index(ref, "@"); i >= 0 {
-			ref = ref[:i]
-		}
-		if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
-			ref = ref[:i]
-		}
-		c.w.mu.Lock()
-		c.imageID = ref + "@" + digest
-		c.w.mu.Unlock()
 		if len(argv) == 0 {
 			argv = []string{"nats-server"}
 		}
-	} else {
-		c.w.mu.Lock()
-		c.imageID = "localnode://" + c.spec.Image
-		c.w.mu.Unlock()
+	case isExporterImage(c.spec.Image):
+		var err error
+		if binary, digest, err = c.w.n.exporter.get(""); err != nil {
+			return "", nil, err
+		}
+		// The image's entrypoint, and its CMD without args, as a container
+		// runtime runs a container without a command.
+		if len(c.spec.Command) == 0 {
+			argv = append([]string(nil), exporterEntrypoint...)
+			if len(c.spec.Args) == 0 {
+				args = append([]string(nil), exporterCmd...)
+			}
+		}
 	}
+	c.w.mu.Lock()
+	if binary != "" {
+		// As a runtime reports the image it ran: the repository and the
+		// digest of what runs.
+		c.imageID = imageRepository(c.spec.Image) + "@" + digest
+	} else {
+		c.imageID = "localnode://" + c.spec.Image
+	}
+	c.w.mu.Unlock()
 	argv = append(argv, args...)
 	if len(argv) == 0 {
-		return "", nil, fmt.Errorf("image %q: localnode runs nats images, or commands found on the host", c.spec.Image)
+		return "", nil, fmt.Errorf("image %q: localnode runs nats and prometheus-nats-exporter images, or commands found on the host", c.spec.Image)
 	}
 	argv = c.w.rewriter(pod, c.spec, binary).Command(argv)
+	if binary != "" && argv[0] == binary && isExporterImage(c.spec.Image) {
+		argv = exporterListens(argv, c.w.ip)
+	}
 	if binary == "" || argv[0] != binary {
 		p, err := exec.LookPath(argv[0])
 		if err != nil {
@@ -281,7 +291,7 @@ func (c *container) runOnce(ctx context.Context) (int, time.Duration, error) {
 	binary, argv, err := c.command(pod, vals)
 	if err != nil {
 		reason, msg := "RunContainerError", err.Error()
-		if isNATSImage(c.spec.Image) {
+		if localImage(c.spec.Image) {
 			// As a kubelet reports an image it cannot pull.
 			reason, msg = "ErrImagePull", fmt.Sprintf("failed to pull image %q: %v", c.spec.Image, err)
 		}

@@ -180,7 +180,7 @@ func (v dnsView) lookup(name, ns string) []string {
 }
 
 // hostsHeader is the start of every pod's /etc/hosts, as the kubelet
-// writes it.
+// writes it; hostsFile puts the pod's own address for localhost.
 const hostsHeader = `# Kubernetes-managed hosts file (localnode).
 127.0.0.1	localhost
 ::1	localhost ip6-localhost ip6-loopback
@@ -190,17 +190,44 @@ fe00::1	ip6-allnodes
 fe00::2	ip6-allrouters
 `
 
+// podLocalhost is hostsHeader for a pod with address ip: localhost is the
+// pod's own address, and ::1 is no longer localhost.
+//
+// In a real pod, localhost is the loopback of the pod's own network
+// namespace, where only the pod's containers listen: a sidecar reaches its
+// nats-server at http://localhost:8222. Here pods share the machine's
+// network, each listening on its own address (wildcard listeners are
+// rewritten to it), and 127.0.0.1 and ::1 are the machine's, shared by every
+// pod and process. So the pod's own address is what stands for its
+// loopback, and giving it the name localhost keeps that meaning for every
+// program of the pod, whatever reads the name (arguments, config files,
+// URLs built at run time, a listener on localhost:8222), with no argument
+// rewritten. ::1 loses the name, else a dial of localhost that the pod
+// refuses (its server not up yet) would fall back to [::1], where a
+// process of the machine may listen (Go listens on [::] for 0.0.0.0).
+// Literal 127.0.0.1 and ::1 still reach the machine's loopback, and
+// programs that resolve localhost by themselves (curl does, per RFC 6761)
+// do not read this line.
+func podLocalhost(ip string) string {
+	if ip == "" {
+		return hostsHeader
+	}
+	h := strings.Replace(hostsHeader, "127.0.0.1\tlocalhost\n", ip+"\tlocalhost\n", 1)
+	return strings.Replace(h, "::1\tlocalhost ip6-localhost", "::1\tip6-localhost", 1)
+}
+
 // hostsFile is the /etc/hosts of a pod in namespace ns with address ip:
-// the kubelet's lines (localhost, and the pod's own hostname and, with a
-// subdomain, its fully qualified name), then every name of the cluster
-// DNS that the pod's resolver would find, by the pod's search path: for a
-// record a.b.ns.svc.cluster.local also a.b.ns.svc, a.b.ns and, from a pod
-// of namespace ns, a.b. A name resolves to what the pod's resolver would
-// get first through its search path; the pod's own names are only its own.
+// the kubelet's lines (localhost, here the pod's own address, and the pod's
+// own hostname and, with a subdomain, its fully qualified name), then every
+// name of the cluster DNS that the pod's resolver would find, by the pod's
+// search path: for a record a.b.ns.svc.cluster.local also a.b.ns.svc,
+// a.b.ns and, from a pod of namespace ns, a.b. A name resolves to what the
+// pod's resolver would get first through its search path; the pod's own
+// names are only its own.
 func (v dnsView) hostsFile(ns, ip, hostname, subdomain string) []byte {
 	var b bytes.Buffer
-	b.WriteString(hostsHeader)
-	own := map[string]bool{}
+	b.WriteString(podLocalhost(ip))
+	own := map[string]bool{"localhost": true}
 	if ip != "" {
 		if subdomain != "" {
 			fqdn := hostname + "." + subdomain + "." + ns + ".svc." + ClusterDomain

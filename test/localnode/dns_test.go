@@ -131,13 +131,19 @@ func TestHostsFileListsTheClusterAsThePodsResolverSeesIt(t *testing.T) {
 		"demo-0-0.demo-headless.other.svc.cluster.local": {"127.0.1.10"},
 	}
 	got := string(v.hostsFile("nats", "127.0.0.2", "demo-0-0", "demo-headless"))
-	want := hostsHeader + "127.0.0.2\tdemo-0-0.demo-headless.nats.svc.cluster.local\tdemo-0-0\n" +
+	want := podLocalhost("127.0.0.2") + "127.0.0.2\tdemo-0-0.demo-headless.nats.svc.cluster.local\tdemo-0-0\n" +
 		"# Cluster DNS (localnode): pods of headless Services and Services.\n" +
 		"127.0.0.2\tdemo-headless.nats.svc.cluster.local demo-0-0.demo-headless.nats.svc demo-0-0.demo-headless.nats demo-0-0.demo-headless demo-headless.nats.svc demo-headless.nats demo-headless\n" +
 		"127.0.0.3\tdemo-1-0.demo-headless.nats.svc.cluster.local demo-headless.nats.svc.cluster.local demo-1-0.demo-headless.nats.svc demo-1-0.demo-headless.nats demo.nats.svc.cluster.local demo-1-0.demo-headless demo-headless.nats.svc demo-headless.nats demo-headless demo.nats.svc demo.nats demo\n" +
 		"127.0.1.10\tdemo-0-0.demo-headless.other.svc.cluster.local demo-0-0.demo-headless.other.svc demo-0-0.demo-headless.other\n"
 	if got != want {
 		t.Errorf("hostsFile:\n%s\nwant:\n%s", got, want)
+	}
+	// localhost is the pod's own address, as a pod's loopback is its own;
+	// ::1 keeps its other names only.
+	if !strings.Contains(got, "\n127.0.0.2\tlocalhost\n") || strings.Contains(got, "127.0.0.1") ||
+		!strings.Contains(got, "\n::1\tip6-localhost ip6-loopback\n") || strings.Count(got, "localhost") != 2 {
+		t.Errorf("hostsFile does not give localhost the pod's address alone:\n%s", got)
 	}
 	// From another namespace, the short names are that namespace's.
 	other := string(v.hostsFile("other", "127.0.1.10", "demo-0-0", "demo-headless"))

@@ -34,7 +34,13 @@
 //     files and execs the real command, keeping its pid, process group and
 //     parent-death signal). The hosts file has the kubelet's lines
 //     (localhost; the pod's own address, hostname and, with
-//     spec.subdomain, <hostname>.<subdomain>.<ns>.svc.cluster.local), then
+//     spec.subdomain, <hostname>.<subdomain>.<ns>.svc.cluster.local), but
+//     localhost is the pod's own address, not 127.0.0.1 (and ::1 is not
+//     localhost): pods share the machine's loopback, and a pod's own
+//     address is where only its containers listen, as on a real pod's
+//     loopback, so a sidecar reaches its nats-server at
+//     http://localhost:8222 (literal 127.0.0.1 and ::1 are the machine's;
+//     curl resolves localhost by itself). Then
 //     what CoreDNS answers from the Services with a selector, whichever
 //     node runs their pods: a headless Service <svc> gives
 //     <svc>.<ns>.svc.cluster.local the address of every endpoint and, for a
@@ -75,8 +81,16 @@
 //     binary of the image tag's version (nats:2.15.1, nats:2.15.1-alpine and
 //     nats:2.15.1@sha256:... all give 2.15.1; no tag or latest gives
 //     DefaultVersion) from Options.BinaryForVersion, by default
-//     hack/testbin.sh nats <version>. Other images run their command if it
-//     is found on the host (sh, sleep), else they wait with
+//     hack/testbin.sh nats <version>. Containers whose image's repository
+//     ends in prometheus-nats-exporter (natsio/prometheus-nats-exporter:0.20.1)
+//     run the exporter binary of Options.ExporterBinary, by default
+//     hack/testbin.sh exporter (built from the source vendored in
+//     third_party/prometheus-nats-exporter, v0.20.1, whatever the tag):
+//     without a command, the image's entrypoint with the container's args
+//     (or the image's CMD, --help, without args either). A nats or exporter
+//     image whose binary cannot be had waits with ErrImagePull; its imageID
+//     is <repository>@sha256:<digest of the binary>. Other images run their
+//     command if it is found on the host (sh, sleep), else they wait with
 //     RunContainerError. The environment is PATH, HOSTNAME, HOME, envFrom and
 //     env (value, fieldRef, resourceFieldRef, configMapKeyRef, secretKeyRef)
 //     with $(VAR) expansion.
@@ -114,8 +128,11 @@
 //     as JSON, and in container commands, args, working dirs, exec hooks and
 //     exec probes: 0.0.0.0 and [::] hosts (also "listen": ":4222") become the
 //     pod address; container mount paths become the local directories; a
-//     command word nats-server (or /path/nats-server) becomes the local
-//     binary. A JSON server config (with keys such as port, listen, cluster,
+//     command word nats-server (or /path/nats-server), or
+//     prometheus-nats-exporter in an exporter container, becomes the local
+//     binary. An exporter command line without -addr (whose default is
+//     0.0.0.0) gets -addr=<pod address>, so each pod's exporter listens on
+//     7777 of its own address. A JSON server config (with keys such as port, listen, cluster,
 //     jetstream) without a host in the top level or in cluster, gateway,
 //     leafnodes, websocket or mqtt gets "host": <pod address>. DNS names are
 //     left as they are (the pod's /etc/hosts resolves them). The mounted

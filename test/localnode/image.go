@@ -41,8 +41,9 @@ func imageVersion(image string) (string, error) {
 	return m[1], nil
 }
 
-// isNATSImage reports whether an image runs nats-server.
-func isNATSImage(image string) bool {
+// imageRepository returns an image reference without its tag and digest:
+// docker.io/library/nats:2.15.1@sha256:... gives docker.io/library/nats.
+func imageRepository(image string) string {
 	ref := image
 	if i := strings.Index(ref, "@"); i >= 0 {
 		ref = ref[:i]
@@ -50,8 +51,36 @@ func isNATSImage(image string) bool {
 	if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
 		ref = ref[:i]
 	}
-	base := ref[strings.LastIndex(ref, "/")+1:]
+	return ref
+}
+
+// imageBase returns the last path element of an image's repository:
+// nats for docker.io/library/nats:2.15.1.
+func imageBase(image string) string {
+	ref := imageRepository(image)
+	return ref[strings.LastIndex(ref, "/")+1:]
+}
+
+// isNATSImage reports whether an image runs nats-server.
+func isNATSImage(image string) bool {
+	base := imageBase(image)
 	return base == "nats" || base == "nats-server"
+}
+
+// localImage reports whether the node runs an image as a binary of its own
+// (nats-server or the exporter) rather than a host command, so that failing
+// to get the binary is reported as a failed image pull.
+func localImage(image string) bool {
+	return isNATSImage(image) || isExporterImage(image)
+}
+
+// commandWord is the command name that stands for the binary of an
+// image's containers in commands, hooks and exec probes.
+func commandWord(image string) string {
+	if isExporterImage(image) {
+		return exporterCommand
+	}
+	return "nats-server"
 }
 
 // binaries caches the binary of each version and its digest.

@@ -247,7 +247,7 @@ func streamState(ip, stream string) (uint64, string, bool, error) {
 
 func TestStatefulSetsRunANATSClusterThroughDeletionKillAndConfigEdit(t *testing.T) {
 	begin := time.Now()
-	env := testenv.Start(t, testenv.Options{ControllerManager: true})
+	env := testenv.Start(t, testenv.Options{ControllerManager: true, SkipCRDs: true})
 	t.Logf("control plane up in %s", time.Since(begin).Round(time.Millisecond))
 	node := startNode(t, env, "localnode")
 	client := kubernetes.NewForConfigOrDie(env.Config)
@@ -501,7 +501,7 @@ func tail(s string, n int) string {
 }
 
 func TestTwentyPodsGetDistinctAddresses(t *testing.T) {
-	env := testenv.Start(t, testenv.Options{ControllerManager: true})
+	env := testenv.Start(t, testenv.Options{ControllerManager: true, SkipCRDs: true})
 	node := startNode(t, env, "localnode")
 	client := kubernetes.NewForConfigOrDie(env.Config)
 	ctx := context.Background()
@@ -661,7 +661,7 @@ func TestChildNode(t *testing.T) {
 }
 
 func TestNoProcessOutlivesTheTest(t *testing.T) {
-	env := testenv.Start(t, testenv.Options{})
+	env := testenv.Start(t, testenv.Options{SkipCRDs: true})
 	for _, mode := range []string{"fail", "kill"} {
 		t.Run("child that does "+mode, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestChildNode$", "-test.v")

@@ -31,6 +31,11 @@ type Options struct {
 	// BinaryForVersion returns the nats-server binary of a version such as
 	// "2.15.1"; default TestbinBinary (hack/testbin.sh nats <version>).
 	BinaryForVersion func(version string) (string, error)
+	// ExporterBinary returns the prometheus-nats-exporter binary that
+	// containers of a prometheus-nats-exporter image run, whatever their
+	// tag; default TestbinExporter (hack/testbin.sh exporter, built from
+	// the source vendored in third_party/prometheus-nats-exporter).
+	ExporterBinary func() (string, error)
 	// BackoffBase and BackoffMax bound the restart backoff of a container:
 	// the first restart is immediate, then BackoffBase doubling up to
 	// BackoffMax; default 1s and 30s (the kubelet uses 10s and 5m).
@@ -59,6 +64,7 @@ type Node struct {
 	addrs    *addresses
 	spawner  *spawner
 	binaries *binaries
+	exporter *binaries
 
 	factory    informers.SharedInformerFactory
 	pods       listerscorev1.PodLister
@@ -101,6 +107,9 @@ func New(cfg *rest.Config, opts Options) (*Node, error) {
 	}
 	if opts.BinaryForVersion == nil {
 		opts.BinaryForVersion = TestbinBinary
+	}
+	if opts.ExporterBinary == nil {
+		opts.ExporterBinary = TestbinExporter
 	}
 	if opts.BackoffBase == 0 {
 		opts.BackoffBase = time.Second
@@ -149,6 +158,7 @@ func New(cfg *rest.Config, opts Options) (*Node, error) {
 		addrs:    addrs,
 		spawner:  newSpawner(),
 		binaries: &binaries{find: opts.BinaryForVersion, paths: map[string]string{}, digests: map[string]string{}},
+		exporter: &binaries{find: func(string) (string, error) { return opts.ExporterBinary() }, paths: map[string]string{}, digests: map[string]string{}},
 		workers:  map[types.UID]*podWorker{},
 		finished: map[types.UID]bool{},
 		stopped:  make(chan struct{}),

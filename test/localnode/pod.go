@@ -145,8 +145,14 @@ func (w *podWorker) containerPID(name string) int {
 	return 0
 }
 
+// rewriter is the rewriter of container c of pod (nil for the pod's volume
+// files), with binary for the command word of c's image.
 func (w *podWorker) rewriter(pod *corev1.Pod, c *corev1.Container, binary string) *rewriter {
-	return &rewriter{podIP: w.ip, mounts: w.mounts(pod, c), binary: binary}
+	r := &rewriter{podIP: w.ip, mounts: w.mounts(pod, c), binary: binary}
+	if c != nil {
+		r.command = commandWord(c.Image)
+	}
+	return r
 }
 
 // deletion returns whether the pod is being deleted or gone, and sets the

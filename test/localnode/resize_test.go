@@ -80,7 +80,7 @@ func resizeState(c *corev1.PersistentVolumeClaim) string {
 
 func TestClaimsGrowInPlaceWhenTheirStorageClassAllowsExpansion(t *testing.T) {
 	// kube-controller-manager too: its expand controller must step aside.
-	env := testenv.Start(t, testenv.Options{ControllerManager: true})
+	env := testenv.Start(t, testenv.Options{ControllerManager: true, SkipCRDs: true})
 	node := startNode(t, env, "localnode")
 	client := kubernetes.NewForConfigOrDie(env.Config)
 	ctx := context.Background()

@@ -20,8 +20,11 @@ type rewriter struct {
 	podIP string
 	// mounts maps a container mount path to the local path behind it.
 	mounts map[string]string
-	// binary is the local nats-server binary; empty leaves commands alone.
+	// binary is the local binary of the container's image (nats-server or
+	// prometheus-nats-exporter); empty leaves commands alone.
 	binary string
+	// command is the command word binary stands for; default nats-server.
+	command string
 }
 
 // wildcardHost matches a wildcard host, alone or before a port.
@@ -34,9 +37,14 @@ var portOnly = regexp.MustCompile(`^:\d+$`)
 // listenKeys are the keys whose string value is a listen address.
 var listenKeys = map[string]bool{"listen": true, "http": true, "https": true, "monitor": true}
 
-// natsServerWord matches nats-server as a command word, with or without a
-// directory, inside a shell string.
-var natsServerWord = regexp.MustCompile(`(^|[\s;&|(])((?:/[^\s/;&|()]+)*/)?nats-server($|[\s;&|)])`)
+// commandWordRE matches a command word, with or without a directory, inside
+// a shell string.
+func commandWordRE(word string) *regexp.Regexp {
+	return regexp.MustCompile(`(^|[\s;&|(])((?:/[^\s/;&|()]+)*/)?` + regexp.QuoteMeta(word) + `($|[\s;&|)])`)
+}
+
+// natsServerWord matches nats-server as a command word.
+var natsServerWord = commandWordRE("nats-server")
 
 // String rewrites one string value.
 func (r *rewriter) String(s string) string {
@@ -90,18 +98,26 @@ func (r *rewriter) paths(s string) string {
 	return b.String()
 }
 
-// Command rewrites a command line: a nats-server word becomes the local
-// binary, and every argument is rewritten as a string.
+// Command rewrites a command line: the binary's command word (nats-server,
+// or prometheus-nats-exporter for the exporter image), alone or with a
+// directory, becomes the local binary, and every argument is rewritten as
+// a string.
 func (r *rewriter) Command(args []string) []string {
+	word, re := r.command, natsServerWord
+	if word == "" {
+		word = "nats-server"
+	} else if word != "nats-server" {
+		re = commandWordRE(word)
+	}
 	out := make([]string, len(args))
 	for i, a := range args {
-		if r.binary != "" && (a == "nats-server" || strings.HasSuffix(a, "/nats-server")) {
+		if r.binary != "" && (a == word || strings.HasSuffix(a, "/"+word)) {
 			out[i] = r.binary
 			continue
 		}
 		a = r.String(a)
-		if r.binary != "" && strings.Contains(a, "nats-server") {
-			a = natsServerWord.ReplaceAllString(a, "${1}"+r.binary+"${3}")
+		if r.binary != "" && strings.Contains(a, word) {
+			a = re.ReplaceAllString(a, "${1}"+r.binary+"${3}")
 		}
 		out[i] = a
 	}

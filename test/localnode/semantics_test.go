@@ -39,7 +39,7 @@ func hostPod(name string, mutate func(*corev1.PodSpec)) *corev1.Pod {
 }
 
 func TestKubeletSemanticsOfHostCommandPods(t *testing.T) {
-	env := testenv.Start(t, testenv.Options{ControllerManager: true})
+	env := testenv.Start(t, testenv.Options{ControllerManager: true, SkipCRDs: true})
 	node, root := startNodeAt(t, env, "localnode")
 	client := kubernetes.NewForConfigOrDie(env.Config)
 	ctx := context.Background()

@@ -170,3 +170,35 @@ func NatsServerBinary(t testing.TB, version string) string {
 	}
 	return path
 }
+
+// ExporterVersion is the version of prometheus-nats-exporter that
+// ExporterPath builds: the source vendored in
+// third_party/prometheus-nats-exporter.
+const ExporterVersion = "0.20.1"
+
+// ExporterPath returns the path of a prometheus-nats-exporter binary
+// (ExporterVersion), building it on first use with hack/testbin.sh exporter
+// from the source vendored in third_party/prometheus-nats-exporter (the Go
+// module proxy does not serve the module).
+func ExporterPath() (string, error) {
+	dir, err := testbin("exporter")
+	if err != nil {
+		return "", fmt.Errorf("building prometheus-nats-exporter %s: %w", ExporterVersion, err)
+	}
+	path := filepath.Join(dir, "prometheus-nats-exporter")
+	if _, err := os.Stat(path); err != nil {
+		return "", fmt.Errorf("hack/testbin.sh exporter printed %q: %w", dir, err)
+	}
+	return path, nil
+}
+
+// ExporterBinary is ExporterPath, failing the test if the binary cannot be
+// built.
+func ExporterBinary(t testing.TB) string {
+	t.Helper()
+	path, err := ExporterPath()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
+}

@@ -282,6 +282,19 @@ func TestNatsServerBinaryReportsTheVersionAskedFor(t *testing.T) {
 	}
 }
 
+// The exporter is built from third_party/prometheus-nats-exporter, with the
+// version of that source.
+func TestExporterBinaryReportsTheVendoredVersion(t *testing.T) {
+	path := ExporterBinary(t)
+	out, err := exec.Command(path, "-version").CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s -version: %v: %s", path, err, out)
+	}
+	if want := "prometheus-nats-exporter version " + ExporterVersion; strings.TrimSpace(string(out)) != want {
+		t.Fatalf("%s -version = %q, want %q", path, out, want)
+	}
+}
+
 // pids returns the process ids of the control-plane processes.
 func (e *Env) pids() []int {
 	var pids []int
