@@ -14,6 +14,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -191,6 +192,9 @@ func renderedObjects(u *unstructured.Unstructured, trust *render.Trust) ([]runti
 		return nil, err
 	}
 	objs := []runtime.Object{out.ClientService, out.HeadlessService, out.PDB}
+	if out.NetworkPolicy != nil {
+		objs = append(objs, out.NetworkPolicy)
+	}
 	// Servers differ only in their ordinal: beyond 5, the first two and the
 	// last two (the longest names) stand for the rest.
 	servers := out.Servers
@@ -274,6 +278,10 @@ func submit(ctx context.Context, kube kubernetes.Interface, ns string, obj runti
 		o = o.DeepCopy()
 		o.Namespace = ns
 		_, err = kube.PolicyV1().PodDisruptionBudgets(ns).Create(ctx, o, dryRunCreate)
+	case *networkingv1.NetworkPolicy:
+		o = o.DeepCopy()
+		o.Namespace = ns
+		_, err = kube.NetworkingV1().NetworkPolicies(ns).Create(ctx, o, dryRunCreate)
 	default:
 		err = fmt.Errorf("submit: no client for %T", obj)
 	}
@@ -368,12 +376,91 @@ func genSpec(rng *rand.Rand, i int) map[string]any {
 	if maybe() {
 		spec["rollout"] = map[string]any{"paused": maybe()}
 	}
+	if maybe() {
+		spec["podTemplate"] = genPodTemplate(rng, pick, maybe, spec["resources"] != nil)
+	}
+	if maybe() {
+		m := map[string]any{"enabled": maybe()}
+		if maybe() {
+			m["image"] = pick("natsio/prometheus-nats-exporter:0.17.3", "registry.example.com:5000/exporter@sha256:"+strings.Repeat("ab", 32))
+		}
+		spec["metrics"] = m
+	}
+	if maybe() {
+		np := map[string]any{"enabled": maybe()}
+		if maybe() {
+			np["metricsFrom"] = []any{pick(
+				map[string]any{"namespaceSelector": map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": "monitoring"}}},
+				map[string]any{"ipBlock": map[string]any{"cidr": "10.0.0.0/8"}},
+				map[string]any{"podSelector": map[string]any{"matchLabels": map[string]any{"app": "prometheus"}}},
+			)}
+		}
+		spec["networkPolicy"] = np
+	}
 	return map[string]any{
 		"apiVersion": "cluster.nats-operator.io/v1beta1",
 		"kind":       "NatsCluster",
 		"metadata":   map[string]any{"name": genName(rng, i)},
 		"spec":       spec,
 	}
+}
+
+// genPodTemplate is a podTemplate of the kinds users write: scheduling, the
+// nats container's env and resources (only without spec.resources, else
+// the CRD refuses it), sidecars with and without a security context, extra
+// volumes. (priorityClassName and serviceAccountName are left out: a pod
+// naming ones that do not exist is refused at admission, whatever the
+// operator does.)
+func genPodTemplate(rng *rand.Rand, pick func(...any) any, maybe func() bool, hasResources bool) map[string]any {
+	spec := map[string]any{}
+	if maybe() {
+		spec["nodeSelector"] = map[string]any{pick("kubernetes.io/os", "pool", "example.com/tier").(string): pick("linux", "nats", "")}
+	}
+	if maybe() {
+		spec["tolerations"] = []any{pick(
+			map[string]any{"key": "dedicated", "operator": "Equal", "value": "nats", "effect": "NoSchedule"},
+			map[string]any{"operator": "Exists"},
+			map[string]any{"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": int64(30)},
+		)}
+	}
+	if maybe() {
+		spec["topologySpreadConstraints"] = []any{map[string]any{"maxSkew": int64(1), "topologyKey": "topology.kubernetes.io/zone",
+			"whenUnsatisfiable": pick("DoNotSchedule", "ScheduleAnyway"), "labelSelector": map[string]any{"matchLabels": map[string]any{"app": "x"}}}}
+	}
+	var containers []any
+	if maybe() {
+		nats := map[string]any{"name": "nats"}
+		if maybe() {
+			nats["env"] = []any{map[string]any{"name": "TZ", "value": "UTC"}}
+		}
+		if !hasResources && maybe() {
+			nats["resources"] = genResources(rng, pick, maybe, "cpu", "memory")
+		}
+		if maybe() {
+			nats["readinessProbe"] = map[string]any{"periodSeconds": int64(5), "failureThreshold": int64(6)}
+		}
+		containers = append(containers, nats)
+	}
+	if maybe() {
+		side := map[string]any{"name": pick("logs", "proxy", "a-very-long-sidecar-name-of-63-characters-for-the-limit-0123456").(string),
+			"image": pick("busybox:1.37", "ghcr.io/example/agent@sha256:"+strings.Repeat("cd", 32), "alpine")}
+		if maybe() {
+			side["securityContext"] = map[string]any{"allowPrivilegeEscalation": false, "capabilities": map[string]any{"drop": []any{"ALL"}}, "readOnlyRootFilesystem": maybe()}
+		}
+		if maybe() {
+			side["volumeMounts"] = []any{map[string]any{"name": "scratch", "mountPath": "/scratch"}}
+			spec["volumes"] = []any{map[string]any{"name": "scratch", "emptyDir": map[string]any{"sizeLimit": "64Mi"}}}
+		}
+		containers = append(containers, side)
+	}
+	if len(containers) > 0 {
+		spec["containers"] = containers
+	}
+	pt := map[string]any{"spec": spec}
+	if maybe() {
+		pt["metadata"] = map[string]any{"labels": map[string]any{"team": pick("messaging", "a.b-c_d")}, "annotations": map[string]any{"example.com/owner": "ops"}}
+	}
+	return pt
 }
 
 // genName is a NatsCluster name: short and long (to the limit and past

@@ -28,6 +28,13 @@ type Options struct {
 	Root string
 	// NodeName is the name of the Node object; default "localnode".
 	NodeName string
+	// Labels are added to the Node's (kubernetes.io/hostname and the
+	// others it always has), and Taints are its taints. A pending pod is
+	// bound only when its nodeSelector matches the labels and it tolerates
+	// every NoSchedule and NoExecute taint, as the scheduler would; else it
+	// stays Pending, PodScheduled False Unschedulable.
+	Labels map[string]string
+	Taints []corev1.Taint
 	// BinaryForVersion returns the nats-server binary of a version such as
 	// "2.15.1"; default TestbinBinary (hack/testbin.sh nats <version>).
 	BinaryForVersion func(version string) (string, error)
@@ -346,6 +353,10 @@ func (n *Node) podChanged(ctx context.Context, obj any, deleted bool) {
 	}
 	if pod.Spec.NodeName == "" {
 		if pod.DeletionTimestamp == nil && !deleted && len(pod.Spec.SchedulingGates) == 0 {
+			if why := n.unschedulable(pod); why != "" {
+				n.markUnschedulable(ctx, pod, why)
+				return
+			}
 			n.bind(ctx, pod)
 		}
 		return

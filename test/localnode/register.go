@@ -37,6 +37,10 @@ func (n *Node) register(ctx context.Context) error {
 				"node.kubernetes.io/instance-type": "localnode",
 			},
 		},
+		Spec: corev1.NodeSpec{Taints: n.opts.Taints},
+	}
+	for k, v := range n.opts.Labels {
+		node.Labels[k] = v
 	}
 	_, err := n.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
