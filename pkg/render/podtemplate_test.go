@@ -137,6 +137,15 @@ func TestPodTemplatesTheMergeCannotKeepAreHeldNamingThePath(t *testing.T) {
 		{"a sidecar with a seccomp profile Unconfined", clusterv1beta1.PodSpecOverride{Containers: []corev1.Container{{Name: "s", Image: "busybox:1.37",
 			SecurityContext: &corev1.SecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeUnconfined}}}}},
 			"spec.podTemplate.spec", "seccompProfile"},
+		{"a negative memory request", clusterv1beta1.PodSpecOverride{Containers: []corev1.Container{{Name: "nats",
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("-1Gi")}}}}},
+			"spec.podTemplate.spec.containers[name=nats].resources.requests.memory", "must not be negative"},
+		{"a sidecar requesting more than its limit", clusterv1beta1.PodSpecOverride{Containers: []corev1.Container{{Name: "s", Image: "busybox:1.37",
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}, Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}},
+			"spec.podTemplate.spec.containers[name=s].resources.requests.cpu", "less than or equal to the limit 1"},
+		{"a resource containers cannot have", clusterv1beta1.PodSpecOverride{Containers: []corev1.Container{{Name: "nats",
+			Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")}}}}},
+			"spec.podTemplate.spec.containers[name=nats].resources.limits.pods", "not a resource of containers"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			nc := rt.NewCluster("ns", "demo")

@@ -379,3 +379,33 @@ func newNamespace(t *testing.T, prefix string) string {
 	})
 	return ns.Name
 }
+
+// The README installs with kubectl apply -k manifests/: client-side apply
+// keeps each object's whole manifest in the last-applied-configuration
+// annotation, which the API server limits to 256 KiB. The NatsCluster CRD
+// (pod template types included) must fit, and so must every other object
+// kustomize renders; applied here for real (server-side dry run), with
+// kubectl of the control plane's version.
+func TestTheManifestsApplyWithKubectl(t *testing.T) {
+	// The namespace for real: a dry run creates nothing for the
+	// namespaced objects after it.
+	if out, err := env.Kubectl("create", "namespace", "nats-system").CombinedOutput(); err != nil && !strings.Contains(string(out), "AlreadyExists") {
+		t.Fatalf("kubectl create namespace nats-system: %v\n%s", err, out)
+	}
+	out, err := env.Kubectl("apply", "--dry-run=server", "-k", "../../manifests/").CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl apply --dry-run=server -k manifests/: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "customresourcedefinition.apiextensions.k8s.io/natsclusters.cluster.nats-operator.io") {
+		t.Errorf("kubectl applied no NatsCluster CRD:\n%s", out)
+	}
+	crd, err := os.ReadFile("../../manifests/crds/cluster.nats-operator.io_natsclusters.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := yaml.YAMLToJSON(crd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the NatsCluster CRD is %d bytes of JSON, %d%% of the 262144 the last-applied annotation may hold", len(js), len(js)*100/262144)
+}
