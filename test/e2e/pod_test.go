@@ -17,8 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/nats-operator/nats-operator/internal/poll"
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
 	"github.com/nats-operator/nats-operator/pkg/render"
@@ -98,13 +96,7 @@ func TestPodTemplateMetricsAndNetworkPolicy(t *testing.T) {
 		return fmt.Errorf("node %q conditions %+v", p.Spec.NodeName, p.Status.Conditions)
 	})
 
-	conn := framework.Connect(t, s.PodURLs(ctx, t, "nats", "demo"))
-	js, err := jetstream.New(conn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	framework.CreateStream(ctx, t, js, "ORDERS", 3)
-	pub := framework.StartPublisher(ctx, js, "ORDERS.new")
+	_, pub := loadCluster(ctx, t, s)
 	checkExporters(ctx, t, s)
 	checkNetworkPolicy(ctx, t, s)
 	checkPodMonitor(ctx, t, s)

@@ -43,6 +43,14 @@ func patchCluster(ctx context.Context, t *testing.T, s *framework.Stack, patch s
 func startLoadedCluster(ctx context.Context, t *testing.T, s *framework.Stack, version string) (*clusterv1beta1.NatsCluster, jetstream.JetStream, *framework.Publisher) {
 	t.Helper()
 	nc := settledCluster(ctx, t, s, version)
+	js, pub := loadCluster(ctx, t, s)
+	return nc, js, pub
+}
+
+// loadCluster creates an R3 stream ORDERS on the cluster demo and starts a
+// publisher writing to it without pause.
+func loadCluster(ctx context.Context, t *testing.T, s *framework.Stack) (jetstream.JetStream, *framework.Publisher) {
+	t.Helper()
 	conn := framework.Connect(t, s.PodURLs(ctx, t, "nats", "demo"))
 	js, err := jetstream.New(conn)
 	if err != nil {
@@ -56,7 +64,7 @@ func startLoadedCluster(ctx context.Context, t *testing.T, s *framework.Stack, v
 		}
 		return nil
 	})
-	return nc, js, pub
+	return js, pub
 }
 
 // verifyNoLoss stops the publisher and checks every acknowledged message is
