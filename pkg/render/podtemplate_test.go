@@ -31,7 +31,7 @@ func podTemplateCluster() *clusterv1beta1.NatsCluster {
 			Tolerations:  []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "nats", Effect: corev1.TaintEffectNoSchedule}},
 			Containers: []corev1.Container{
 				{Name: "nats", Env: []corev1.EnvVar{{Name: "TEAM", Value: "messaging"}},
-					Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("512Mi")}},
+					Resources:      corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("512Mi")}},
 					ReadinessProbe: &corev1.Probe{PeriodSeconds: 3}},
 				{Name: "sidecar", Image: "busybox:1.37", Command: []string{"sleep", "infinity"}},
 			},
