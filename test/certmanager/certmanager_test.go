@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/nats-operator/nats-operator/internal/poll"
 	"github.com/nats-operator/nats-operator/test/testenv"
@@ -112,23 +113,30 @@ func TestCertManagerIssuesAndRenewsFromACAIssuer(t *testing.T) {
 	// then issues a new certificate (and, by default, a new key).
 	second := first
 	t.Run("setting the Issuing condition, as cmctl renew does, renews the certificate", func(t *testing.T) {
-		c, err := dyn.Resource(certificates).Namespace(namespace).Get(ctx, "demo-client", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		conds, _, _ := unstructured.NestedSlice(c.Object, "status", "conditions")
-		conds = append(conds, map[string]any{
-			"type":               "Issuing",
-			"status":             "True",
-			"reason":             "ManuallyTriggered",
-			"message":            "Certificate re-issuance manually triggered",
-			"lastTransitionTime": time.Now().UTC().Format(time.RFC3339),
-			"observedGeneration": c.GetGeneration(),
+		// cert-manager may still be writing the status of the first
+		// issuance (it failed once in CI with a conflict): read, add the
+		// condition and write again until the write is of the latest.
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			c, err := dyn.Resource(certificates).Namespace(namespace).Get(ctx, "demo-client", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			conds, _, _ := unstructured.NestedSlice(c.Object, "status", "conditions")
+			conds = append(conds, map[string]any{
+				"type":               "Issuing",
+				"status":             "True",
+				"reason":             "ManuallyTriggered",
+				"message":            "Certificate re-issuance manually triggered",
+				"lastTransitionTime": time.Now().UTC().Format(time.RFC3339),
+				"observedGeneration": c.GetGeneration(),
+			})
+			if err := unstructured.SetNestedSlice(c.Object, conds, "status", "conditions"); err != nil {
+				return err
+			}
+			_, err = dyn.Resource(certificates).Namespace(namespace).UpdateStatus(ctx, c, metav1.UpdateOptions{})
+			return err
 		})
-		if err := unstructured.SetNestedSlice(c.Object, conds, "status", "conditions"); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := dyn.Resource(certificates).Namespace(namespace).UpdateStatus(ctx, c, metav1.UpdateOptions{}); err != nil {
+		if err != nil {
 			t.Fatal(err)
 		}
 		took := poll.Eventually(t, 60*time.Second, 50*time.Millisecond, "the renewed Certificate to be Ready at revision 2", func() error {
