@@ -105,7 +105,7 @@ func statefulSet(nc *clusterv1beta1.NatsCluster, ordinal int32, rev string, tls 
 
 	containers := []corev1.Container{container}
 	if spec.Metrics.IsEnabled() {
-		containers = append(containers, exporterContainer(spec))
+		containers = append(containers, exporterContainer(spec, name))
 	}
 
 	one := int32(1)
@@ -182,7 +182,7 @@ func DefaultAffinity(cluster string) *corev1.Affinity {
 // exporterContainer is the prometheus-nats-exporter sidecar: it reads the
 // server's monitoring endpoints over localhost and serves them to
 // Prometheus on the pod's address, port metrics.
-func exporterContainer(spec *clusterv1beta1.NatsClusterSpec) corev1.Container {
+func exporterContainer(spec *clusterv1beta1.NatsClusterSpec, server string) corev1.Container {
 	image := spec.Metrics.Image
 	if image == "" {
 		image = clusterv1beta1.DefaultExporterImage
@@ -192,11 +192,13 @@ func exporterContainer(spec *clusterv1beta1.NatsClusterSpec) corev1.Container {
 		Image: image,
 		Args: []string{
 			fmt.Sprintf("-port=%d", MetricsPort), "-addr=$(POD_IP)",
-			// -ri: the exporter reads /varz once before it listens, and
-			// retries every -ri seconds (30 by default) while the server is
-			// not up yet.
-			"-connz", "-routez", "-subz", "-varz", "-healthz", "-jsz=all", "-use_internal_server_name", "-ri=2",
-			fmt.Sprintf("http://localhost:%d", MonitorPort),
+			"-connz", "-routez", "-subz", "-varz", "-healthz", "-jsz=all",
+			// The server's name labels its metrics (server_id). Not
+			// -use_internal_server_name: with it the exporter reads /varz
+			// before it listens, retrying, and does not stop on SIGTERM
+			// meanwhile, so the pod of a server that never started took its
+			// whole grace period to go (measured by the stuck-server e2e).
+			fmt.Sprintf("%s,http://localhost:%d", server, MonitorPort),
 		},
 		Env: []corev1.EnvVar{{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{
 			FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "status.podIP"},

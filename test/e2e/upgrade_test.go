@@ -27,7 +27,15 @@ import (
 // revision it carries, writes no ConfigMap, StatefulSet, Service, PDB or pod,
 // and every pod keeps its UID. Its only writes are the NatsCluster's status
 // and one metadata patch adding the finalizer cluster.nats-operator.io/streams
-// (the previous release set none), which restarts nothing.
+// (the previous release set none), which restarts nothing, and the creation
+// of the NetworkPolicy the previous release did not have.
+//
+// Since the podTemplate release every pod also has the exporter sidecar and
+// spreads across zones, which an upgrade from e57d870 takes with one
+// restart of each server (pkg/controller
+// TestAnUpgradeFromE57d870RestartsOnceForTheSidecar): here the legacy
+// objects get this release's spreading and the cluster runs without the
+// sidecar, so what remains is proven to restart nothing.
 func TestUpgradingTheControllerRestartsNothing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
@@ -42,6 +50,7 @@ func TestUpgradingTheControllerRestartsNothing(t *testing.T) {
 	// The NatsCluster, with the status.config the previous controller wrote.
 	nc := objs.Cluster.DeepCopy()
 	nc.UID, nc.Generation, nc.Status = "", 0, objs.Cluster.Status
+	nc.Spec.Metrics.Enabled = new(false)
 	created, err := s.Nats.ClusterV1beta1().NatsClusters(ns).Create(ctx, nc, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -73,6 +82,7 @@ func TestUpgradingTheControllerRestartsNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 		own(&sts.ObjectMeta)
+		sts.Spec.Template.Spec.Affinity = render.DefaultAffinity(name)
 		if _, err := s.Kube.AppsV1().StatefulSets(ns).Create(ctx, sts, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -116,6 +126,10 @@ func TestUpgradingTheControllerRestartsNothing(t *testing.T) {
 		if n, _ := s.Controller.Metric("nats_operator_api_writes_total", `resource="`+res+`"`); n != 0 {
 			t.Errorf("the upgraded controller made %v writes to %s, want 0", n, res)
 		}
+	}
+	// The NetworkPolicy, new in this release: created once.
+	if n, _ := s.Controller.Metric("nats_operator_api_writes_total", `resource="networkpolicies"`); n != 1 {
+		t.Errorf("the upgraded controller made %v writes to networkpolicies, want 1 (creating it)", n)
 	}
 	// The NatsCluster itself: one patch, the finalizer, and nothing else.
 	if n, _ := s.Controller.Metric("nats_operator_api_writes_total", `resource="natsclusters"`); n != 1 {
