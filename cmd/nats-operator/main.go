@@ -19,6 +19,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection"
@@ -113,7 +115,18 @@ func run(ctx context.Context, o options) error {
 	kubeFactory := kubeinformers.NewSharedInformerFactoryWithOptions(kubeClient, o.resync,
 		kubeinformers.WithNamespace(o.namespace),
 		kubeinformers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = managed }))
-	secretFactory := kubeinformers.NewSharedInformerFactoryWithOptions(kubeClient, o.resync, kubeinformers.WithNamespace(o.namespace))
+	// Secrets are the user's: the controller caches their metadata only
+	// (no values, no annotations) and reads the ones its clusters name by
+	// name (pkg/controller/secrets.go).
+	metaClient, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	secretFactory := metadatainformer.NewFilteredSharedInformerFactory(metaClient, o.resync, o.namespace, nil)
+	secrets := secretFactory.ForResource(controller.SecretsResource)
+	if err := secrets.Informer().SetTransform(controller.StripSecretMetadata); err != nil {
+		return err
+	}
 	natsFactory := natsinformers.NewSharedInformerFactoryWithOptions(natsClient, o.resync, natsinformers.WithNamespace(o.namespace))
 
 	ctrl := controller.New(ctx, kubeClient, natsClient, controller.Informers{
@@ -125,7 +138,7 @@ func run(ctx context.Context, o options) error {
 		Services:        kubeFactory.Core().V1().Services(),
 		Pods:            kubeFactory.Core().V1().Pods(),
 		PDBs:            kubeFactory.Policy().V1().PodDisruptionBudgets(),
-		Secrets:         secretFactory.Core().V1().Secrets(),
+		Secrets:         secrets,
 		NetworkPolicies: kubeFactory.Networking().V1().NetworkPolicies(),
 	}, metrics)
 	ctrl.SetControllerNamespace(o.controllerNamespace)

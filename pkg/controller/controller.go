@@ -11,6 +11,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/informers"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	networkinginformers "k8s.io/client-go/informers/networking/v1"
@@ -56,7 +57,9 @@ type Informers struct {
 	Services       coreinformers.ServiceInformer
 	Pods           coreinformers.PodInformer
 	PDBs           policyinformers.PodDisruptionBudgetInformer
-	Secrets        coreinformers.SecretInformer
+	// Secrets is a metadata-only informer of Secrets (SecretsResource,
+	// transformed by StripSecretMetadata): values are read by name.
+	Secrets informers.GenericInformer
 	// NetworkPolicies, like the other objects the controller owns, need
 	// only its managed-by label.
 	NetworkPolicies networkinginformers.NetworkPolicyInformer
@@ -89,7 +92,7 @@ type Controller struct {
 	services        corelisters.ServiceLister
 	pods            corelisters.PodLister
 	pdbs            policylisters.PodDisruptionBudgetLister
-	secrets         corelisters.SecretLister
+	secrets         *secretReader
 	networkPolicies networkinglisters.NetworkPolicyLister
 	// synced are the HasSynced funcs of every informer above.
 	synced []cache.InformerSynced
@@ -148,7 +151,7 @@ func New(ctx context.Context, kubeClient kubernetes.Interface, natsClient versio
 		services:        inf.Services.Lister(),
 		pods:            inf.Pods.Lister(),
 		pdbs:            inf.PDBs.Lister(),
-		secrets:         inf.Secrets.Lister(),
+		secrets:         newSecretReader(kubeClient, inf.Secrets.Lister()),
 		networkPolicies: inf.NetworkPolicies.Lister(),
 		ownWrites:       newOwnWrites(),
 		reloadTimeout:   DefaultReloadTimeout,
@@ -191,6 +194,9 @@ func New(ctx context.Context, kubeClient kubernetes.Interface, natsClient versio
 		c.enqueueReferrers(obj)
 		c.enqueueOwner(obj) // the system user Secret
 	})
+	if _, err := inf.Secrets.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: c.secrets.forget}); err != nil {
+		utilruntime.Must(err)
+	}
 	return c
 }
 
@@ -269,7 +275,7 @@ func (c *Controller) enqueueCluster(obj interface{}) {
 	}
 	o, err := cache.ObjectToName(obj)
 	if err != nil {
-		utilruntime.HandleError(err)
+		utilruntime.Must(err)
 		return
 	}
 	c.queue.Add(o)
