@@ -332,10 +332,21 @@ func (c *Controller) enqueueReferrers(obj interface{}) {
 	}
 }
 
+// isSecret reports whether obj is a Secret: a whole one, or its metadata
+// as the Secrets informer holds it (secrets.go; the only metadata-only
+// informer, whose items carry no Secret kind).
+func isSecret(obj interface{}) bool {
+	switch obj.(type) {
+	case *corev1.Secret, *metav1.PartialObjectMetadata:
+		return true
+	}
+	return false
+}
+
 // refersTo reports whether nc's spec.auth, spec.routes.tls or spec.tls names
 // the object.
 func refersTo(nc *clusterv1beta1.NatsCluster, obj interface{}, name string) bool {
-	if _, ok := obj.(*corev1.Secret); ok {
+	if isSecret(obj) {
 		if t := nc.Spec.Routes.TLS; t != nil && t.Secret != nil && t.Secret.Name == name {
 			return true
 		}
@@ -350,9 +361,10 @@ func refersTo(nc *clusterv1beta1.NatsCluster, obj interface{}, name string) bool
 	if a == nil {
 		return false
 	}
-	switch obj.(type) {
-	case *corev1.Secret:
+	if isSecret(obj) {
 		return a.SystemCredentials != nil && a.SystemCredentials.SecretKeyRef.Name == name
+	}
+	switch obj.(type) {
 	case *trustv1beta1.NatsOperatorTrust:
 		return a.TrustRef.Name == name
 	case *trustv1beta1.NatsAccountTrust:

@@ -9,6 +9,9 @@ import (
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 	metadatafake "k8s.io/client-go/metadata/fake"
 	"k8s.io/client-go/metadata/metadatainformer"
+
+	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
+	rt "github.com/nats-operator/nats-operator/pkg/render/rendertest"
 )
 
 // The reader fetches a Secret's values once per resourceVersion, by name,
@@ -81,5 +84,24 @@ func TestSecretsAreReadByNameOncePerResourceVersion(t *testing.T) {
 	r.forget(meta(changed))
 	if r.held() != 0 || gets() != 2 {
 		t.Errorf("after the delete: %d held, %d reads", r.held(), gets())
+	}
+}
+
+// A change of a named Secret, as the metadata informer reports it,
+// re-queues the clusters that name it (and no other).
+func TestSecretMetadataRequeuesTheClustersNamingIt(t *testing.T) {
+	m := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "demo-client-tls"}}
+	named := rt.NewCluster("ns", "demo")
+	named.Spec.TLS = &clusterv1beta1.ClientTLS{Secret: &clusterv1beta1.TLSSecretRef{Name: "demo-client-tls"}}
+	if !refersTo(named, m, m.Name) {
+		t.Error("a cluster naming the Secret in spec.tls is not re-queued by its metadata")
+	}
+	if refersTo(rt.NewCluster("ns", "other"), m, m.Name) {
+		t.Error("a cluster naming no Secret is re-queued")
+	}
+	creds := rt.NewCluster("ns", "auth", rt.Auth("demo"))
+	creds.Spec.Auth.SystemCredentials = &clusterv1beta1.SystemCredentials{SecretKeyRef: clusterv1beta1.SecretKeySelector{Name: "sys"}}
+	if !refersTo(creds, &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "sys"}}, "sys") {
+		t.Error("a cluster naming the Secret as systemCredentials is not re-queued by its metadata")
 	}
 }
