@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	psaapi "k8s.io/pod-security-admission/api"
 	"k8s.io/pod-security-admission/policy"
@@ -181,20 +182,20 @@ func keepsTheServer(rendered, merged *corev1.PodSpec) error {
 	switch {
 	case got.Image != want.Image || !slices.Equal(got.Command, want.Command) || len(got.Args) > 0:
 		return &SpecError{Field: field("image"), Message: "the nats container's image, command and args are the controller's: set spec.version and spec.image instead"}
-	case !equalJSON(got.Ports, want.Ports):
+	case !apiequality.Semantic.DeepEqual(got.Ports, want.Ports):
 		return &SpecError{Field: field("ports"), Message: "the nats container's ports (client 4222, cluster 6222, monitor 8222) are the controller's and cannot be changed"}
-	case !equalJSON(got.Lifecycle, want.Lifecycle):
+	case !apiequality.Semantic.DeepEqual(got.Lifecycle, want.Lifecycle):
 		return &SpecError{Field: field("lifecycle"), Message: "the nats container's lifecycle (lame duck mode before it stops) is the controller's"}
 	case !sameCheck(got.StartupProbe, want.StartupProbe) || !sameCheck(got.ReadinessProbe, want.ReadinessProbe) || !sameCheck(got.LivenessProbe, want.LivenessProbe):
 		return &SpecError{Field: field("readinessProbe"), Message: "the nats container's probes check what the controller relies on: only their timings may be set"}
 	}
 	for _, m := range want.VolumeMounts {
-		if !slices.ContainsFunc(got.VolumeMounts, func(g corev1.VolumeMount) bool { return equalJSON(g, m) }) {
+		if !slices.ContainsFunc(got.VolumeMounts, func(g corev1.VolumeMount) bool { return apiequality.Semantic.DeepEqual(g, m) }) {
 			return &SpecError{Field: field("volumeMounts"), Message: fmt.Sprintf("the mount of volume %s at %s is the controller's", m.Name, m.MountPath)}
 		}
 	}
 	for _, v := range rendered.Volumes {
-		if !slices.ContainsFunc(merged.Volumes, func(g corev1.Volume) bool { return equalJSON(g, v) }) {
+		if !slices.ContainsFunc(merged.Volumes, func(g corev1.Volume) bool { return apiequality.Semantic.DeepEqual(g, v) }) {
 			return &SpecError{Field: "spec.podTemplate.spec.volumes", Message: fmt.Sprintf("volume %s is the controller's", v.Name)}
 		}
 	}
@@ -207,13 +208,7 @@ func sameCheck(a, b *corev1.Probe) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	return equalJSON(a.ProbeHandler, b.ProbeHandler)
-}
-
-func equalJSON(a, b any) bool {
-	ja, err1 := json.Marshal(a)
-	jb, err2 := json.Marshal(b)
-	return err1 == nil && err2 == nil && string(ja) == string(jb)
+	return apiequality.Semantic.DeepEqual(a.ProbeHandler, b.ProbeHandler)
 }
 
 // psaEvaluator checks pods against the Pod Security Standards, as the API
@@ -261,10 +256,10 @@ func TemplateChanges(running, target *corev1.PodTemplateSpec) []string {
 	}
 	rl, ra := meta(running)
 	tl, ta := meta(target)
-	add("labels or annotations", !equalJSON(rl, tl) || !equalJSON(ra, ta))
+	add("labels or annotations", !apiequality.Semantic.DeepEqual(rl, tl) || !apiequality.Semantic.DeepEqual(ra, ta))
 	r, t := &running.Spec, &target.Spec
-	add("scheduling", !equalJSON(r.NodeSelector, t.NodeSelector) || !equalJSON(r.Tolerations, t.Tolerations) ||
-		!equalJSON(r.Affinity, t.Affinity) || !equalJSON(r.TopologySpreadConstraints, t.TopologySpreadConstraints) ||
+	add("scheduling", !apiequality.Semantic.DeepEqual(r.NodeSelector, t.NodeSelector) || !apiequality.Semantic.DeepEqual(r.Tolerations, t.Tolerations) ||
+		!apiequality.Semantic.DeepEqual(r.Affinity, t.Affinity) || !apiequality.Semantic.DeepEqual(r.TopologySpreadConstraints, t.TopologySpreadConstraints) ||
 		r.PriorityClassName != t.PriorityClassName)
 	container := func(s *corev1.PodSpec, name string) *corev1.Container {
 		if i := slices.IndexFunc(s.Containers, func(c corev1.Container) bool { return c.Name == name }); i >= 0 {
@@ -272,16 +267,16 @@ func TemplateChanges(running, target *corev1.PodTemplateSpec) []string {
 		}
 		return nil
 	}
-	add("the nats container", !equalJSON(container(r, ContainerName), container(t, ContainerName)))
-	add("the metrics container", !equalJSON(container(r, ExporterContainerName), container(t, ExporterContainerName)))
+	add("the nats container", !apiequality.Semantic.DeepEqual(container(r, ContainerName), container(t, ContainerName)))
+	add("the metrics container", !apiequality.Semantic.DeepEqual(container(r, ExporterContainerName), container(t, ExporterContainerName)))
 	sidecars := func(s *corev1.PodSpec) []corev1.Container {
 		return slices.DeleteFunc(slices.Clone(s.Containers), func(c corev1.Container) bool {
 			return c.Name == ContainerName || c.Name == ExporterContainerName
 		})
 	}
-	add("sidecars", !equalJSON(sidecars(r), sidecars(t)))
-	add("volumes", !equalJSON(r.Volumes, t.Volumes))
-	add("the pod's security context", !equalJSON(r.SecurityContext, t.SecurityContext) ||
-		r.ServiceAccountName != t.ServiceAccountName || !equalJSON(r.ImagePullSecrets, t.ImagePullSecrets))
+	add("sidecars", !apiequality.Semantic.DeepEqual(sidecars(r), sidecars(t)))
+	add("volumes", !apiequality.Semantic.DeepEqual(r.Volumes, t.Volumes))
+	add("the pod's security context", !apiequality.Semantic.DeepEqual(r.SecurityContext, t.SecurityContext) ||
+		r.ServiceAccountName != t.ServiceAccountName || !apiequality.Semantic.DeepEqual(r.ImagePullSecrets, t.ImagePullSecrets))
 	return out
 }
