@@ -15,22 +15,17 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/dynamic"
-	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
 
-	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
 	"github.com/nats-operator/nats-operator/pkg/controller"
 	versioned "github.com/nats-operator/nats-operator/pkg/generated/clientset/versioned"
-	natsinformers "github.com/nats-operator/nats-operator/pkg/generated/informers/externalversions"
 )
 
 type options struct {
@@ -53,7 +48,7 @@ func main() {
 	klog.InitFlags(nil)
 	var o options
 	flag.StringVar(&o.kubeconfig, "kubeconfig", "", "Path to a kubeconfig. Empty: the in-cluster config.")
-	flag.StringVar(&o.namespace, "namespace", "", "Namespace to watch. Empty: all namespaces.")
+	flag.StringVar(&o.namespace, "namespace", "", "Namespaces to watch, comma-separated (each listed and watched on its own, so Roles in them suffice: see manifests/namespaced). Empty: all namespaces.")
 	flag.IntVar(&o.workers, "workers", 2, "Number of NatsClusters synced in parallel.")
 	flag.BoolVar(&o.leaderElect, "leader-elect", true, "Elect a leader with a Lease before syncing, so only one replica acts.")
 	flag.StringVar(&o.leaseName, "leader-elect-lease-name", "nats-operator", "Name of the leader election Lease.")
@@ -109,38 +104,15 @@ func run(ctx context.Context, o options) error {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := controller.NewMetrics(reg)
 
-	// Objects the controller makes carry the managed-by label; the caches
-	// hold only those. Secrets and the trust kinds are the user's.
-	managed := labels.SelectorFromSet(labels.Set{clusterv1beta1.LabelManagedBy: clusterv1beta1.ManagedByValue}).String()
-	kubeFactory := kubeinformers.NewSharedInformerFactoryWithOptions(kubeClient, o.resync,
-		kubeinformers.WithNamespace(o.namespace),
-		kubeinformers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = managed }))
-	// Secrets are the user's: the controller caches their metadata only
-	// (no values, no annotations) and reads the ones its clusters name by
-	// name (pkg/controller/secrets.go).
 	metaClient, err := metadata.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
-	secretFactory := metadatainformer.NewFilteredSharedInformerFactory(metaClient, o.resync, o.namespace, nil)
-	secrets := secretFactory.ForResource(controller.SecretsResource)
-	if err := secrets.Informer().SetTransform(controller.StripSecretMetadata); err != nil {
+	inf, err := newInformers(kubeClient, natsClient, metaClient, parseNamespaces(o.namespace), o.resync)
+	if err != nil {
 		return err
 	}
-	natsFactory := natsinformers.NewSharedInformerFactoryWithOptions(natsClient, o.resync, natsinformers.WithNamespace(o.namespace))
-
-	ctrl := controller.New(ctx, kubeClient, natsClient, controller.Informers{
-		Clusters:        natsFactory.Cluster().V1beta1().NatsClusters(),
-		OperatorTrusts:  natsFactory.Trust().V1beta1().NatsOperatorTrusts(),
-		AccountTrusts:   natsFactory.Trust().V1beta1().NatsAccountTrusts(),
-		StatefulSets:    kubeFactory.Apps().V1().StatefulSets(),
-		ConfigMaps:      kubeFactory.Core().V1().ConfigMaps(),
-		Services:        kubeFactory.Core().V1().Services(),
-		Pods:            kubeFactory.Core().V1().Pods(),
-		PDBs:            kubeFactory.Policy().V1().PodDisruptionBudgets(),
-		Secrets:         secrets,
-		NetworkPolicies: kubeFactory.Networking().V1().NetworkPolicies(),
-	}, metrics)
+	ctrl := controller.New(ctx, kubeClient, natsClient, inf.Informers, metrics)
 	ctrl.SetControllerNamespace(o.controllerNamespace)
 	ctrl.SetReloadTimeout(o.reloadTimeout)
 	dyn, err := dynamic.NewForConfig(cfg)
@@ -150,14 +122,8 @@ func run(ctx context.Context, o options) error {
 	ctrl.SetDynamicClient(dyn)
 
 	// Caches fill whether or not this replica leads, so a new leader starts warm.
-	kubeFactory.Start(ctx.Done())
-	secretFactory.Start(ctx.Done())
-	natsFactory.Start(ctx.Done())
-	defer func() {
-		kubeFactory.Shutdown()
-		secretFactory.Shutdown()
-		natsFactory.Shutdown()
-	}()
+	inf.start(ctx.Done())
+	defer inf.shutdown()
 	go ctrl.WaitForCacheSync(ctx)
 
 	leaderHealth := leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
@@ -193,17 +159,22 @@ func run(ctx context.Context, o options) error {
 // second replica acts while a step of this one is in flight.
 func runLeading(ctx context.Context, o options, kubeClient kubernetes.Interface, health *leaderelection.HealthzAdaptor, ctrl *controller.Controller) error {
 	logger := klog.FromContext(ctx)
-	id, err := os.Hostname()
-	if err != nil {
-		return err
+	// The identity names the pod (POD_NAME from the downward API; else the
+	// hostname, which is the pod's name in a pod) and the process.
+	host := os.Getenv("POD_NAME")
+	if host == "" {
+		var err error
+		if host, err = os.Hostname(); err != nil {
+			return err
+		}
 	}
-	id = fmt.Sprintf("%s_%d", id, os.Getpid())
+	id := fmt.Sprintf("%s_%d", host, os.Getpid())
 	ns := o.leaseNamespace
 	if ns == "" {
 		ns = os.Getenv("POD_NAMESPACE")
 	}
-	if ns == "" {
-		ns = o.namespace
+	if nss := parseNamespaces(o.namespace); ns == "" && len(nss) == 1 {
+		ns = nss[0]
 	}
 	if ns == "" {
 		ns = "nats-system"

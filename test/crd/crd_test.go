@@ -387,17 +387,27 @@ func newNamespace(t *testing.T, prefix string) string {
 // kustomize renders; applied here for real (server-side dry run), with
 // kubectl of the control plane's version.
 func TestTheManifestsApplyWithKubectl(t *testing.T) {
-	// The namespace for real: a dry run creates nothing for the
-	// namespaced objects after it.
-	if out, err := env.Kubectl("create", "namespace", "nats-system").CombinedOutput(); err != nil && !strings.Contains(string(out), "AlreadyExists") {
-		t.Fatalf("kubectl create namespace nats-system: %v\n%s", err, out)
+	// The namespaces for real: a dry run creates nothing for the
+	// namespaced objects after them.
+	for _, ns := range []string{"nats-system", "nats"} {
+		if out, err := env.Kubectl("create", "namespace", ns).CombinedOutput(); err != nil && !strings.Contains(string(out), "AlreadyExists") {
+			t.Fatalf("kubectl create namespace %s: %v\n%s", ns, err, out)
+		}
 	}
-	out, err := env.Kubectl("apply", "--dry-run=server", "-k", "../../manifests/").CombinedOutput()
-	if err != nil {
-		t.Fatalf("kubectl apply --dry-run=server -k manifests/: %v\n%s", err, out)
-	}
-	if !strings.Contains(string(out), "customresourcedefinition.apiextensions.k8s.io/natsclusters.cluster.nats-operator.io") {
-		t.Errorf("kubectl applied no NatsCluster CRD:\n%s", out)
+	for _, dir := range []string{"../../manifests/", "../../manifests/namespaced/"} {
+		out, err := env.Kubectl("apply", "--dry-run=server", "-k", dir).CombinedOutput()
+		if err != nil {
+			t.Fatalf("kubectl apply --dry-run=server -k %s: %v\n%s", dir, err, out)
+		}
+		for _, want := range []string{"customresourcedefinition.apiextensions.k8s.io/natsclusters.cluster.nats-operator.io", "deployment.apps/nats-operator"} {
+			if !strings.Contains(string(out), want) {
+				t.Errorf("kubectl apply -k %s applied no %s:\n%s", dir, want, out)
+			}
+		}
+		if dir == "../../manifests/namespaced/" && (strings.Contains(string(out), "clusterrole.rbac.authorization.k8s.io/nats-operator ") ||
+			!strings.Contains(string(out), "role.rbac.authorization.k8s.io/nats-operator ")) {
+			t.Errorf("the namespaced install must have the Role nats-operator and not the ClusterRole:\n%s", out)
+		}
 	}
 	crd, err := os.ReadFile("../../manifests/crds/cluster.nats-operator.io_natsclusters.yaml")
 	if err != nil {
@@ -408,4 +418,45 @@ func TestTheManifestsApplyWithKubectl(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("the NatsCluster CRD is %d bytes of JSON, %d%% of the 262144 the last-applied annotation may hold", len(js), len(js)*100/262144)
+}
+
+// The namespaced install's Role grants in its namespace exactly what the
+// ClusterRole grants everywhere, but StorageClasses (cluster-scoped: a
+// ClusterRole of their own, get only).
+func TestNamespacedRoleMatchesClusterRole(t *testing.T) {
+	cluster := manifestRules(t, "../../manifests/rbac/cluster_role.yaml", "ClusterRole", "nats-operator")
+	var want []any
+	for _, r := range cluster {
+		if fmt.Sprint(r.(map[string]any)["resources"]) != "[storageclasses]" {
+			want = append(want, r)
+		}
+	}
+	if len(want) != len(cluster)-1 {
+		t.Fatalf("the ClusterRole has %d rules, %d of them not StorageClasses; want exactly one StorageClasses rule", len(cluster), len(want))
+	}
+	got := manifestRules(t, "../../manifests/namespaced/role.yaml", "Role", "nats-operator")
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("the namespaced Role's rules differ from the ClusterRole's:\n got  %v\n want %v", got, want)
+	}
+	reader := manifestRules(t, "../../manifests/namespaced/storageclass_reader.yaml", "ClusterRole", "nats-operator-storageclass-reader")
+	if fmt.Sprint(reader) != "[map[apiGroups:[storage.k8s.io] resources:[storageclasses] verbs:[get]]]" {
+		t.Errorf("the StorageClass reader grants %v, want get on storageclasses only", reader)
+	}
+}
+
+// manifestRules returns the rules of the role of kind and name in a file.
+func manifestRules(t *testing.T, path, kind, name string) []any {
+	t.Helper()
+	objs, err := testenv.ReadManifests(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if o.GetKind() == kind && o.GetName() == name {
+			r, _, _ := unstructured.NestedSlice(o.Object, "rules")
+			return r
+		}
+	}
+	t.Fatalf("%s has no %s %s", path, kind, name)
+	return nil
 }

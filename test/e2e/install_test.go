@@ -26,6 +26,18 @@ import (
 // a new NatsCluster with owner references, fills status, and leaves the
 // owned objects to the garbage collector when the cluster is deleted.
 func TestControllerInstallsWithLeastPrivilege(t *testing.T) {
+	testInstall(t, "apps", nil)
+}
+
+// The namespaced install (manifests/namespaced: Roles in each watched
+// namespace, --namespace a list) passes the same test for a cluster in the
+// second of two namespaces, and never touches a cluster in a namespace it
+// was not given.
+func TestNamespacedControllerInstallsWithLeastPrivilege(t *testing.T) {
+	testInstall(t, "team-b", []string{"nats", "team-b"})
+}
+
+func testInstall(t *testing.T, ns string, namespaces []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	env := testenv.Start(t, testenv.Options{ControllerManager: true})
@@ -33,7 +45,25 @@ func TestControllerInstallsWithLeastPrivilege(t *testing.T) {
 	nats := versioned.NewForConfigOrDie(env.Config)
 
 	begin := time.Now()
-	controller := framework.StartController(ctx, t, env)
+	var controller *framework.Controller
+	if namespaces == nil {
+		controller = framework.StartController(ctx, t, env)
+		if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		// The namespaces come with their Roles.
+		controller = framework.StartNamespacedController(ctx, t, env, namespaces)
+		if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "elsewhere"}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := nats.ClusterV1beta1().NatsClusters("elsewhere").Create(ctx, &clusterv1beta1.NatsCluster{
+			ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "elsewhere"},
+			Spec:       clusterv1beta1.NatsClusterSpec{Version: "2.15.2", Replicas: 3},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	t.Logf("controller started as nats-system/nats-operator after %s", time.Since(begin).Round(time.Millisecond))
 
 	poll.Eventually(t, time.Minute, 200*time.Millisecond, "/healthz and /readyz to answer 200", func() error {
@@ -63,11 +93,8 @@ func TestControllerInstallsWithLeastPrivilege(t *testing.T) {
 	})
 
 	t.Logf("Lease held, /healthz and /readyz 200, workqueue metrics exposed after %s", time.Since(begin).Round(time.Millisecond))
-	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "apps"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	nc, err := nats.ClusterV1beta1().NatsClusters("apps").Create(ctx, &clusterv1beta1.NatsCluster{
-		ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "apps"},
+	nc, err := nats.ClusterV1beta1().NatsClusters(ns).Create(ctx, &clusterv1beta1.NatsCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: ns},
 		Spec:       clusterv1beta1.NatsClusterSpec{Version: "2.15.2", Replicas: 3},
 	}, metav1.CreateOptions{})
 	if err != nil {
@@ -83,7 +110,7 @@ func TestControllerInstallsWithLeastPrivilege(t *testing.T) {
 	}
 	poll.Eventually(t, time.Minute, 200*time.Millisecond, "Services and PDB with owner references", func() error {
 		for _, name := range []string{"demo", "demo-headless"} {
-			svc, err := kube.CoreV1().Services("apps").Get(ctx, name, metav1.GetOptions{})
+			svc, err := kube.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
 				return err
 			}
@@ -91,7 +118,7 @@ func TestControllerInstallsWithLeastPrivilege(t *testing.T) {
 				return err
 			}
 		}
-		pdb, err := kube.PolicyV1().PodDisruptionBudgets("apps").Get(ctx, "demo", metav1.GetOptions{})
+		pdb, err := kube.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, "demo", metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
@@ -104,39 +131,53 @@ func TestControllerInstallsWithLeastPrivilege(t *testing.T) {
 		return nil
 	})
 	poll.Eventually(t, time.Minute, 200*time.Millisecond, "status.endpoints and observedGeneration", func() error {
-		got, err := nats.ClusterV1beta1().NatsClusters("apps").Get(ctx, "demo", metav1.GetOptions{})
+		got, err := nats.ClusterV1beta1().NatsClusters(ns).Get(ctx, "demo", metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
 		st := got.Status
 		if st.ObservedGeneration != got.Generation || st.Endpoints == nil ||
-			st.Endpoints.Client != "nats://demo.apps.svc:4222" || st.Endpoints.Monitor != "http://demo-headless.apps.svc:8222" {
+			st.Endpoints.Client != "nats://demo."+ns+".svc:4222" || st.Endpoints.Monitor != "http://demo-headless."+ns+".svc:8222" {
 			return fmt.Errorf("status %+v endpoints %+v", st, st.Endpoints)
 		}
 		return nil
 	})
-	headless, _ := kube.CoreV1().Services("apps").Get(ctx, "demo-headless", metav1.GetOptions{})
+	headless, _ := kube.CoreV1().Services(ns).Get(ctx, "demo-headless", metav1.GetOptions{})
 	if headless.Spec.ClusterIP != corev1.ClusterIPNone || !headless.Spec.PublishNotReadyAddresses {
 		t.Errorf("headless Service: clusterIP %q publishNotReadyAddresses %v", headless.Spec.ClusterIP, headless.Spec.PublishNotReadyAddresses)
 	}
 
 	t.Logf("Services, PDB and status after %s", time.Since(begin).Round(time.Millisecond))
-	if err := nats.ClusterV1beta1().NatsClusters("apps").Delete(ctx, "demo", metav1.DeleteOptions{}); err != nil {
+	if err := nats.ClusterV1beta1().NatsClusters(ns).Delete(ctx, "demo", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	poll.Eventually(t, time.Minute, 200*time.Millisecond, "the garbage collector to remove the owned objects", func() error {
 		for _, name := range []string{"demo", "demo-headless"} {
-			if _, err := kube.CoreV1().Services("apps").Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			if _, err := kube.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 				return errors.New("Service " + name + " still there")
 			}
 		}
-		if _, err := kube.PolicyV1().PodDisruptionBudgets("apps").Get(ctx, "demo", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		if _, err := kube.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, "demo", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			return errors.New("PDB still there")
 		}
 		return nil
 	})
 
 	t.Logf("garbage collected after %s", time.Since(begin).Round(time.Millisecond))
+	if namespaces != nil {
+		// Long after the watched cluster was served, the other is as it was
+		// created: no status, no Services.
+		other, err := nats.ClusterV1beta1().NatsClusters("elsewhere").Get(ctx, "demo", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if other.Status.ObservedGeneration != 0 || len(other.Status.Conditions) > 0 || len(other.Finalizers) > 0 {
+			t.Errorf("the cluster in a namespace not watched was touched: finalizers %v status %+v", other.Finalizers, other.Status)
+		}
+		if svcs, err := kube.CoreV1().Services("elsewhere").List(ctx, metav1.ListOptions{}); err != nil || len(svcs.Items) > 0 {
+			t.Errorf("Services in a namespace not watched: %v %v", svcs, err)
+		}
+	}
 	// The Deployment of manifests/operator.yaml is accepted, and its pods
 	// are admitted in nats-system, which enforces the restricted Pod
 	// Security Standard (no node runs them here).
@@ -144,7 +185,7 @@ func TestControllerInstallsWithLeastPrivilege(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := framework.Apply(ctx, env.Config, "nats-system", filepath.Join(root, "manifests", "operator.yaml")); err != nil {
+	if err := framework.Apply(ctx, env.Config, "nats-system", filepath.Join(root, "manifests", "controller", "operator.yaml")); err != nil {
 		t.Fatal(err)
 	}
 	poll.Eventually(t, time.Minute, 200*time.Millisecond, "the controller Deployment's pods to be admitted", func() error {

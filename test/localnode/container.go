@@ -206,6 +206,15 @@ func (c *container) command(pod *corev1.Pod, vals map[string]string) (string, []
 				args = append([]string(nil), exporterCmd...)
 			}
 		}
+	case c.w.n.isMapped(c.spec.Image):
+		var err error
+		if binary, digest, err = c.w.n.mapped.get(imageRepository(c.spec.Image)); err != nil {
+			return "", nil, err
+		}
+		// The image's entrypoint is the binary.
+		if len(c.spec.Command) == 0 {
+			argv = []string{binary}
+		}
 	}
 	c.w.mu.Lock()
 	if binary != "" {
@@ -291,7 +300,7 @@ func (c *container) runOnce(ctx context.Context) (int, time.Duration, error) {
 	binary, argv, err := c.command(pod, vals)
 	if err != nil {
 		reason, msg := "RunContainerError", err.Error()
-		if localImage(c.spec.Image) {
+		if c.w.n.localImage(c.spec.Image) {
 			// As a kubelet reports an image it cannot pull.
 			reason, msg = "ErrImagePull", fmt.Sprintf("failed to pull image %q: %v", c.spec.Image, err)
 		}
@@ -310,7 +319,13 @@ func (c *container) runOnce(ctx context.Context) (int, time.Duration, error) {
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env, cmd.Dir, cmd.Stdout, cmd.Stderr = env, dir, logf, logf
-	if err := podns.Prepare(cmd, c.w.n.nsMode, c.w.podMounts()); err != nil {
+	known, err := c.w.wellKnownMounts(pod, c.spec)
+	if err != nil {
+		logf.Close()
+		c.setWaiting("RunContainerError", err.Error())
+		return 0, 0, err
+	}
+	if err := podns.Prepare(cmd, c.w.n.nsMode, append(c.w.podMounts(), known...)); err != nil {
 		logf.Close()
 		c.setWaiting("RunContainerError", err.Error())
 		return 0, 0, err

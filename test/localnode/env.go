@@ -117,6 +117,13 @@ func (w *podWorker) containerEnv(pod *corev1.Pod, c *corev1.Container) ([]string
 	}
 	set("HOSTNAME", host)
 	set("HOME", w.dir)
+	// As the kubelet gives every pod the kubernetes Service's address;
+	// here the API server's own (there is no kube-proxy).
+	if w.n.apiHost != "" {
+		set("KUBERNETES_SERVICE_HOST", w.n.apiHost)
+		set("KUBERNETES_SERVICE_PORT", w.n.apiPort)
+		set("KUBERNETES_SERVICE_PORT_HTTPS", w.n.apiPort)
+	}
 	for _, from := range c.EnvFrom {
 		switch {
 		case from.ConfigMapRef != nil:

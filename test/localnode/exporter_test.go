@@ -27,10 +27,13 @@ func TestExporterImages(t *testing.T) {
 			t.Errorf("imageRepository(%q) = %q, want %q", tt.image, got, tt.repo)
 		}
 	}
-	if commandWord("natsio/prometheus-nats-exporter:0.20.1") != "prometheus-nats-exporter" || commandWord("nats:2.15.2") != "nats-server" {
+	n := &Node{opts: Options{Images: map[string]string{"ghcr.io/nats-operator/nats-operator": "/bin/true"}}}
+	if n.commandWord("natsio/prometheus-nats-exporter:0.20.1") != "prometheus-nats-exporter" || n.commandWord("nats:2.15.2") != "nats-server" ||
+		n.commandWord("ghcr.io/nats-operator/nats-operator:v0.1.0") != "nats-operator" {
 		t.Errorf("commandWord misjudged an image")
 	}
-	if !localImage("natsio/prometheus-nats-exporter:0.20.1") || !localImage("nats") || localImage("busybox:1.37") {
+	if !n.localImage("natsio/prometheus-nats-exporter:0.20.1") || !n.localImage("nats") || n.localImage("busybox:1.37") ||
+		!n.localImage("ghcr.io/nats-operator/nats-operator:v0.1.0") || n.localImage("ghcr.io/nats-operator/other:v0.1.0") {
 		t.Errorf("localImage misjudged an image")
 	}
 }

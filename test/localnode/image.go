@@ -68,17 +68,39 @@ func isNATSImage(image string) bool {
 }
 
 // localImage reports whether the node runs an image as a binary of its own
-// (nats-server or the exporter) rather than a host command, so that failing
-// to get the binary is reported as a failed image pull.
-func localImage(image string) bool {
-	return isNATSImage(image) || isExporterImage(image)
+// (nats-server, the exporter or one of Options.Images) rather than a host
+// command, so that failing to get the binary is reported as a failed image
+// pull.
+func (n *Node) localImage(image string) bool {
+	return isNATSImage(image) || isExporterImage(image) || n.isMapped(image)
+}
+
+// isMapped reports whether Options.Images maps the image's repository.
+func (n *Node) isMapped(image string) bool {
+	_, ok := n.opts.Images[imageRepository(image)]
+	return ok
+}
+
+// mappedBinary returns the binary Options.Images gives an image repository.
+func (o Options) mappedBinary(repository string) (string, error) {
+	p, ok := o.Images[repository]
+	if !ok {
+		return "", fmt.Errorf("no binary for image repository %q", repository)
+	}
+	if _, err := os.Stat(p); err != nil {
+		return "", err
+	}
+	return p, nil
 }
 
 // commandWord is the command name that stands for the binary of an
 // image's containers in commands, hooks and exec probes.
-func commandWord(image string) string {
-	if isExporterImage(image) {
+func (n *Node) commandWord(image string) string {
+	switch {
+	case isExporterImage(image):
 		return exporterCommand
+	case n.isMapped(image):
+		return imageBase(image)
 	}
 	return "nats-server"
 }

@@ -43,6 +43,13 @@ type Options struct {
 	// tag; default TestbinExporter (hack/testbin.sh exporter, built from
 	// the source vendored in third_party/prometheus-nats-exporter).
 	ExporterBinary func() (string, error)
+	// Images maps an image repository (ghcr.io/nats-operator/nats-operator)
+	// to a local binary that containers of any tag of it run, standing for
+	// an image built from a checkout: without a command, the binary with
+	// the container's args (an image whose entrypoint is the binary, as
+	// the Dockerfile's); a command word naming the binary's base name
+	// (/nats-operator) becomes the binary.
+	Images map[string]string
 	// BackoffBase and BackoffMax bound the restart backoff of a container:
 	// the first restart is immediate, then BackoffBase doubling up to
 	// BackoffMax; default 1s and 30s (the kubelet uses 10s and 5m).
@@ -72,6 +79,11 @@ type Node struct {
 	spawner  *spawner
 	binaries *binaries
 	exporter *binaries
+	mapped   *binaries
+	// apiHost and apiPort are the API server's address, given to pods as
+	// KUBERNETES_SERVICE_HOST and _PORT: there is no kube-proxy to carry
+	// the kubernetes Service's virtual IP there.
+	apiHost, apiPort string
 
 	factory    informers.SharedInformerFactory
 	pods       listerscorev1.PodLister
@@ -166,11 +178,16 @@ func New(cfg *rest.Config, opts Options) (*Node, error) {
 		spawner:  newSpawner(),
 		binaries: &binaries{find: opts.BinaryForVersion, paths: map[string]string{}, digests: map[string]string{}},
 		exporter: &binaries{find: func(string) (string, error) { return opts.ExporterBinary() }, paths: map[string]string{}, digests: map[string]string{}},
+		mapped:   &binaries{find: opts.mappedBinary, paths: map[string]string{}, digests: map[string]string{}},
 		workers:  map[types.UID]*podWorker{},
 		finished: map[types.UID]bool{},
 		stopped:  make(chan struct{}),
 		nsMode:   mode,
 		dnsCh:    make(chan struct{}, 1),
+	}
+	if n.apiHost, n.apiPort, err = apiAddress(cfg.Host); err != nil {
+		addrs.close()
+		return nil, err
 	}
 	if err := n.writeResolvConf(); err != nil {
 		addrs.close()

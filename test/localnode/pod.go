@@ -37,6 +37,9 @@ type podWorker struct {
 	// before.
 	terminating chan struct{}
 
+	// tokens are the service-account tokens of its projected volumes.
+	tokens tokens
+
 	// statusMu serialises status writes.
 	statusMu sync.Mutex
 	lastSent *corev1.PodStatus
@@ -150,7 +153,7 @@ func (w *podWorker) containerPID(name string) int {
 func (w *podWorker) rewriter(pod *corev1.Pod, c *corev1.Container, binary string) *rewriter {
 	r := &rewriter{podIP: w.ip, mounts: w.mounts(pod, c), binary: binary}
 	if c != nil {
-		r.command = commandWord(c.Image)
+		r.command = w.n.commandWord(c.Image)
 	}
 	return r
 }

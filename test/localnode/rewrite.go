@@ -34,6 +34,10 @@ var wildcardHost = regexp.MustCompile(`(^|//|\s|=)(0\.0\.0\.0|\[::\])(:\d+)?($|/
 // interfaces.
 var portOnly = regexp.MustCompile(`^:\d+$`)
 
+// flagPortOnly matches a command-line flag whose value is a listen address
+// without a host (--health-addr=:8081), which binds to all interfaces.
+var flagPortOnly = regexp.MustCompile(`^(-{1,2}[A-Za-z0-9][\w.-]*=)?(:\d+)$`)
+
 // listenKeys are the keys whose string value is a listen address.
 var listenKeys = map[string]bool{"listen": true, "http": true, "https": true, "monitor": true}
 
@@ -116,6 +120,9 @@ func (r *rewriter) Command(args []string) []string {
 			continue
 		}
 		a = r.String(a)
+		if r.podIP != "" && i > 0 {
+			a = flagPortOnly.ReplaceAllString(a, "${1}"+r.podIP+"${2}")
+		}
 		if r.binary != "" && strings.Contains(a, word) {
 			a = re.ReplaceAllString(a, "${1}"+r.binary+"${3}")
 		}

@@ -71,6 +71,11 @@ func TestRewriterCommand(t *testing.T) {
 			[]string{"sh", "-c", "nats-server --signal ldm=/var/run/nats/nats.pid && sleep 5"},
 			[]string{"sh", "-c", "/cache/nats-server-v2.15.2/nats-server --signal ldm=/root/pods/p/volumes/pid/nats.pid && sleep 5"},
 		},
+		{
+			"a flag listening on a port of every interface listens on the pod address",
+			[]string{"nats-server", "--health-addr=:8081", "-metrics-addr", ":8080", "--peer=host:8081", "--x=a:8081"},
+			[]string{"/cache/nats-server-v2.15.2/nats-server", "--health-addr=127.0.0.2:8081", "-metrics-addr", "127.0.0.2:8080", "--peer=host:8081", "--x=a:8081"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -155,7 +155,10 @@ func (w *podWorker) volumeFiles(pod *corev1.Pod, v *corev1.Volume, rw *rewriter)
 			case s.DownwardAPI != nil:
 				err = w.downwardFiles(pod, s.DownwardAPI.Items, def, files)
 			case s.ServiceAccountToken != nil:
-				files[s.ServiceAccountToken.Path] = file{data: []byte("localnode-issues-no-tokens"), mode: def}
+				var tok []byte
+				if tok, err = w.serviceAccountToken(pod, s.ServiceAccountToken); err == nil {
+					files[s.ServiceAccountToken.Path] = file{data: tok, mode: def}
+				}
 			}
 			if err != nil {
 				return nil, err

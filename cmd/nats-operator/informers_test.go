@@ -1,0 +1,21 @@
+package main
+
+import (
+	"slices"
+	"testing"
+)
+
+func TestParseNamespaces(t *testing.T) {
+	for in, want := range map[string][]string{
+		"":                 {""},
+		" , ":              {""},
+		"apps":             {"apps"},
+		"apps,team-b":      {"apps", "team-b"},
+		" apps , team-b,,": {"apps", "team-b"},
+		"apps,apps":        {"apps"},
+	} {
+		if got := parseNamespaces(in); !slices.Equal(got, want) {
+			t.Errorf("parseNamespaces(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
