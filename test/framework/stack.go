@@ -44,6 +44,15 @@ func StartStack(ctx context.Context, t testing.TB, controllerArgs ...string) *St
 // Root is set here).
 func StartStackWithNode(ctx context.Context, t testing.TB, nodeOpts localnode.Options, controllerArgs ...string) *Stack {
 	t.Helper()
+	s := StartStackWithoutController(ctx, t, nodeOpts)
+	s.Controller = StartController(ctx, t, s.Env, controllerArgs...)
+	return s
+}
+
+// StartStackWithoutController starts the control plane and the local node
+// only: the test installs the controller itself (s.Controller is nil).
+func StartStackWithoutController(ctx context.Context, t testing.TB, nodeOpts localnode.Options) *Stack {
+	t.Helper()
 	env := testenv.Start(t, testenv.Options{ControllerManager: true})
 	root := KeptDir(t, "node")
 	nodeOpts.Root = root
@@ -71,7 +80,6 @@ func StartStackWithNode(ctx context.Context, t testing.TB, nodeOpts localnode.Op
 		Kube: kubernetes.NewForConfigOrDie(cfg),
 		Nats: versioned.NewForConfigOrDie(cfg),
 	}
-	s.Controller = StartController(ctx, t, env, controllerArgs...)
 	return s
 }
 
