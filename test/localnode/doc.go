@@ -91,9 +91,28 @@
 //     image whose binary cannot be had waits with ErrImagePull; its imageID
 //     is <repository>@sha256:<digest of the binary>. Other images run their
 //     command if it is found on the host (sh, sleep), else they wait with
-//     RunContainerError. The environment is PATH, HOSTNAME, HOME, envFrom and
-//     env (value, fieldRef, resourceFieldRef, configMapKeyRef, secretKeyRef)
-//     with $(VAR) expansion.
+//     RunContainerError. Options.Images maps other image repositories to
+//     local binaries (the e2e tests map ghcr.io/nats-operator/nats-operator,
+//     the controller's image, to the binary built from the checkout): the
+//     binary is the image's entrypoint, and a command word naming its base
+//     name becomes it. The environment is PATH, HOSTNAME, HOME,
+//     KUBERNETES_SERVICE_HOST, _PORT and _PORT_HTTPS (the API server's own
+//     address: there is no kube-proxy for the kubernetes Service), envFrom
+//     and env (value, fieldRef, resourceFieldRef, configMapKeyRef,
+//     secretKeyRef) with $(VAR) expansion.
+//
+//   - Gives pods API access as a kubelet does (apiaccess.go): a
+//     serviceAccountToken projection (the kube-api-access-* volume the
+//     ServiceAccount admission plugin adds) holds a real token of the pod's
+//     service account, bound to the pod, from the TokenRequest API, renewed
+//     after 80% of its lifetime; with the kube-root-ca.crt ConfigMap and the
+//     namespace beside it. Mounts under /var/run/secrets and /run/secrets,
+//     which programs read by convention rather than by an argument, are
+//     bind-mounted at their path in the container's mount namespace (their
+//     mount points are created on the machine as empty directories), so
+//     client-go's rest.InClusterConfig works unchanged. A command-line flag
+//     that listens on a port of every interface (--health-addr=:8081)
+//     listens on the pod's address instead.
 //
 //   - Volumes live under Root/pods/<ns>_<pod>_<uid>/volumes/<name>, removed
 //     with the pod. ConfigMap, Secret, downwardAPI and projected volumes are
@@ -180,8 +199,9 @@
 //
 // Not done: container image changes in place (pods are replaced by
 // StatefulSets anyway), sidecar init containers, gRPC probes, service
-// environment variables, resource limits, service account tokens (the
-// projected token file holds a placeholder), Service virtual IPs and ports
+// environment variables (but the kubernetes Service's), resource limits,
+// readOnlyRootFilesystem and runAsUser (processes run as the caller),
+// Service virtual IPs and ports
 // (a Service name is one endpoint's address, and its port must be the
 // container's), ExternalName Services, a cluster DNS server (a pod's names
 // are in its /etc/hosts; dnsPolicy and dnsConfig are ignored), pod
