@@ -118,7 +118,7 @@
 //     with the pod. ConfigMap, Secret, downwardAPI and projected volumes are
 //     written the kubelet's way (files are symlinks through ..data, swapped
 //     atomically) and compared with their sources every SyncPeriod (1 s).
-//     emptyDir is fresh per pod. A persistentVolumeClaim is the directory
+//     emptyDir is fresh per pod. A missing source of a projected volume holds the pod too, unless optional, as in the kubelet. A persistentVolumeClaim is the directory
 //     Root/pvc/<ns>/<claim> (ClaimPath), which outlives pods and nodes; a new
 //     claim of the same name (new UID) starts empty. The node creates a
 //     hostPath PersistentVolume "localnode-<claim uid>" pre-bound to the

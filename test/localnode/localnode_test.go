@@ -620,8 +620,19 @@ func TestChildNode(t *testing.T) {
 	client := kubernetes.NewForConfigOrDie(cfg)
 	ns := "child-" + mode
 	createNamespace(t, client, ns)
-	// No kube-controller-manager here to make the default ServiceAccount.
+	// No kube-controller-manager here to make the default ServiceAccount
+	// and publish the kube-root-ca.crt ConfigMap, which the
+	// ServiceAccount admission plugin's volume needs.
 	if _, err := client.CoreV1().ServiceAccounts(ns).Create(context.Background(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ca := cfg.TLSClientConfig.CAData
+	if len(ca) == 0 {
+		if ca, err = os.ReadFile(cfg.TLSClientConfig.CAFile); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := client.CoreV1().ConfigMaps(ns).Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kube-root-ca.crt"}, Data: map[string]string{"ca.crt": string(ca)}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	_, err = client.CoreV1().Pods(ns).Create(context.Background(), &corev1.Pod{

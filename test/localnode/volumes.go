@@ -130,11 +130,11 @@ func (w *podWorker) volumeFiles(pod *corev1.Pod, v *corev1.Volume, rw *rewriter)
 	switch {
 	case v.ConfigMap != nil:
 		files := map[string]file{}
-		err := w.configMapFiles(pod.Namespace, v.ConfigMap.Name, v.ConfigMap.Items, v.ConfigMap.Optional, mode(v.ConfigMap.DefaultMode, 0o644), rw, files, true)
+		err := w.configMapFiles(pod.Namespace, v.ConfigMap.Name, v.ConfigMap.Items, v.ConfigMap.Optional, mode(v.ConfigMap.DefaultMode, 0o644), rw, files)
 		return files, err
 	case v.Secret != nil:
 		files := map[string]file{}
-		err := w.secretFiles(pod.Namespace, v.Secret.SecretName, v.Secret.Items, v.Secret.Optional, mode(v.Secret.DefaultMode, 0o644), rw, files, true)
+		err := w.secretFiles(pod.Namespace, v.Secret.SecretName, v.Secret.Items, v.Secret.Optional, mode(v.Secret.DefaultMode, 0o644), rw, files)
 		return files, err
 	case v.DownwardAPI != nil:
 		files := map[string]file{}
@@ -147,11 +147,13 @@ func (w *podWorker) volumeFiles(pod *corev1.Pod, v *corev1.Volume, rw *rewriter)
 			var err error
 			switch {
 			case s.ConfigMap != nil:
-				// Projected sources are lenient here: a missing one is
-				// left out instead of holding the pod.
-				err = w.configMapFiles(pod.Namespace, s.ConfigMap.Name, s.ConfigMap.Items, s.ConfigMap.Optional, def, rw, files, false)
+				// As the kubelet: a missing source holds the pod unless
+				// it is optional (the kube-api-access volume's
+				// kube-root-ca.crt appears once kube-controller-manager
+				// publishes it in the namespace).
+				err = w.configMapFiles(pod.Namespace, s.ConfigMap.Name, s.ConfigMap.Items, s.ConfigMap.Optional, def, rw, files)
 			case s.Secret != nil:
-				err = w.secretFiles(pod.Namespace, s.Secret.Name, s.Secret.Items, s.Secret.Optional, def, rw, files, false)
+				err = w.secretFiles(pod.Namespace, s.Secret.Name, s.Secret.Items, s.Secret.Optional, def, rw, files)
 			case s.DownwardAPI != nil:
 				err = w.downwardFiles(pod, s.DownwardAPI.Items, def, files)
 			case s.ServiceAccountToken != nil:
@@ -176,10 +178,10 @@ func mode(m *int32, def os.FileMode) os.FileMode {
 	return os.FileMode(*m)
 }
 
-func (w *podWorker) configMapFiles(ns, name string, items []corev1.KeyToPath, optional *bool, def os.FileMode, rw *rewriter, files map[string]file, strict bool) error {
+func (w *podWorker) configMapFiles(ns, name string, items []corev1.KeyToPath, optional *bool, def os.FileMode, rw *rewriter, files map[string]file) error {
 	cm, err := w.n.configMaps.ConfigMaps(ns).Get(name)
 	if apierrors.IsNotFound(err) {
-		if (optional != nil && *optional) || !strict {
+		if optional != nil && *optional {
 			return nil
 		}
 		return errNotReady{fmt.Sprintf("configmap %q not found", name)}
@@ -197,10 +199,10 @@ func (w *podWorker) configMapFiles(ns, name string, items []corev1.KeyToPath, op
 	return keyFiles("configmap", name, data, items, optional, def, rw, files)
 }
 
-func (w *podWorker) secretFiles(ns, name string, items []corev1.KeyToPath, optional *bool, def os.FileMode, rw *rewriter, files map[string]file, strict bool) error {
+func (w *podWorker) secretFiles(ns, name string, items []corev1.KeyToPath, optional *bool, def os.FileMode, rw *rewriter, files map[string]file) error {
 	s, err := w.n.secrets.Secrets(ns).Get(name)
 	if apierrors.IsNotFound(err) {
-		if (optional != nil && *optional) || !strict {
+		if optional != nil && *optional {
 			return nil
 		}
 		return errNotReady{fmt.Sprintf("secret %q not found", name)}
