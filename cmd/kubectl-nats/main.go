@@ -1,0 +1,20 @@
+// Command kubectl-nats is the kubectl plugin of nats-operator (kubectl nats
+// status|plan|restart-all|force-step|pause|resume); see
+// internal/kubectlnats. Install it with go install ./cmd/kubectl-nats.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/nats-operator/nats-operator/internal/kubectlnats"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := kubectlnats.Run(ctx, os.Args[1:], kubectlnats.StdIO())
+	stop()
+	os.Exit(code)
+}
