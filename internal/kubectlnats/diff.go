@@ -3,10 +3,13 @@ package kubectlnats
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
+
+	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
 )
 
 // lineDiff is a unified-style diff of two texts, line by line (the longest
@@ -45,12 +48,12 @@ func lineDiff(a, b string, context int) string {
 		case i < n && j < m && x[i] == y[j]:
 			lines = append(lines, line{' ', x[i]})
 			i, j = i+1, j+1
-		case j < m && (i == n || lcs[i][j+1] >= lcs[i+1][j]):
-			lines = append(lines, line{'+', y[j]})
-			j++
-		default:
+		case i < n && (j == m || lcs[i+1][j] >= lcs[i][j+1]):
 			lines = append(lines, line{'-', x[i]})
 			i++
+		default:
+			lines = append(lines, line{'+', y[j]})
+			j++
 		}
 	}
 	keep := make([]bool, len(lines))
@@ -78,6 +81,21 @@ func lineDiff(a, b string, context int) string {
 		sb.WriteByte('\n')
 	}
 	return sb.String()
+}
+
+// revisionLines are the lines that carry a revision: they change with any
+// change, so plan leaves them out of its diffs.
+var revisionLines = []string{`"config_revision":`, clusterv1beta1.AnnotationConfigRevision + ":", clusterv1beta1.AnnotationTemplateRevision + ":"}
+
+// withoutRevisions drops the lines that carry a revision.
+func withoutRevisions(s string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if !slices.ContainsFunc(revisionLines, func(r string) bool { return strings.Contains(l, r) }) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 // prettyConfig indents a nats.conf (JSON) so that it diffs line by line.

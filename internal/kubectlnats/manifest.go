@@ -83,6 +83,16 @@ func readManifest(path string, stdin io.Reader) (*manifest, error) {
 			return nil, &invalidError{fmt.Sprintf("%s: %s %s: %v", path, tm.Kind, nameOf(raw), err)}
 		}
 	}
+	for _, s := range m.secrets {
+		// As the API server stores it.
+		for k, v := range s.StringData {
+			if s.Data == nil {
+				s.Data = map[string][]byte{}
+			}
+			s.Data[k] = []byte(v)
+		}
+		s.StringData = nil
+	}
 	if m.cluster == nil {
 		return nil, &invalidError{path + ": no NatsCluster in the file"}
 	}

@@ -283,8 +283,8 @@ func serverPlans(p *controller.Preview) []ServerPlan {
 			sp.State = "new"
 		}
 		if t != nil {
-			sp.Config = lineDiff(prettyConfig(haveConf), prettyConfig(wantConf), 2)
-			sp.Template = lineDiff(templateYAML(haveTpl), templateYAML(wantTpl), 2)
+			sp.Config = lineDiff(withoutRevisions(prettyConfig(haveConf)), withoutRevisions(prettyConfig(wantConf)), 2)
+			sp.Template = lineDiff(withoutRevisions(templateYAML(haveTpl)), withoutRevisions(templateYAML(wantTpl)), 2)
 			if sp.State == "" {
 				sp.State = "unchanged"
 				if sp.Config != "" || sp.Template != "" {
@@ -299,6 +299,7 @@ func serverPlans(p *controller.Preview) []ServerPlan {
 
 func printPlan(w io.Writer, r *PlanResult) {
 	fmt.Fprintf(w, "NatsCluster %s\nagainst     %s\n", r.Cluster, r.Against)
+	fmt.Fprintln(w, "diffs       running -> target (revision lines left out)")
 	if r.TargetRevision != "" {
 		fmt.Fprintf(w, "target      revision %s\n", r.TargetRevision)
 	}

@@ -248,11 +248,17 @@ func printStatus(w io.Writer, v *StatusView, now time.Time) {
 				leader = "lead"
 			}
 		}
-		catching := strings.Join(s.CatchingUp, "; ")
-		if !s.Answered {
+		catching := fmt.Sprint(len(s.CatchingUp), " groups")
+		switch {
+		case !s.Answered:
 			catching = "(no report)"
+		case len(s.CatchingUp) == 0:
+			catching = "-"
 		}
 		fmt.Fprintf(w, "%-10s %-5s %-8s %-10s %-4s %-6s %s\n", s.Name, ready, orDash(s.Version), orDash(s.Revision), leader, routes, catching)
+		for _, g := range s.CatchingUp {
+			fmt.Fprintf(w, "  catching up: %s\n", g)
+		}
 		if s.StartProblem != "" {
 			fmt.Fprintf(w, "  cannot start: %s\n", wrap(s.StartProblem, 62, "                "))
 		}

@@ -36,6 +36,18 @@ const (
 	ActionDelete     Action = "Delete"
 )
 
+// progressingActions are the actions of the Progressing reasons of a
+// rollout under way.
+var progressingActions = map[string]Action{
+	clusterv1beta1.ReasonRollingRestart:   ActionRoll,
+	clusterv1beta1.ReasonReloading:        ActionReload,
+	clusterv1beta1.ReasonScalingUp:        ActionScaleUp,
+	clusterv1beta1.ReasonScalingDown:      ActionScaleDown,
+	clusterv1beta1.ReasonReplacingServer:  ActionReplace,
+	clusterv1beta1.ReasonExpandingStorage: ActionExpand,
+	clusterv1beta1.ReasonCreating:         ActionCreate,
+}
+
 // Verdict is what plan says of a Decision.
 type Verdict struct {
 	Action Action `json:"action"`
@@ -70,8 +82,17 @@ func Judge(d rollout.Decision) Verdict {
 			v.Sentence += "; released by " + d.Hold.WaitingFor
 		}
 	case d.Hold != nil:
+		// A step of this kind is next, once the gate opens (a gate closed
+		// for less than GateBlockedAfter does not need the user).
 		v.Action, v.WaitingFor = ActionWait, d.Hold.WaitingFor
-		v.Sentence = p.Reason + ": the next step waits for " + orDash(d.Hold.WaitingFor)
+		if a, ok := progressingActions[p.Reason]; ok {
+			v.Action = a
+		}
+		v.Servers = d.Create
+		if v.Servers == nil && d.Rollout != nil {
+			v.Servers = d.Rollout.Pending
+		}
+		v.Sentence = string(v.Action) + " (" + p.Reason + "): the next step waits for " + orDash(d.Hold.WaitingFor)
 	case d.ReleaseFinalizer:
 		v.Action, v.Sentence = ActionDelete, "the NatsCluster is deleted: the finalizer is released"
 	case d.Step != nil:
