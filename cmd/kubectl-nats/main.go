@@ -1,6 +1,3 @@
-// Command kubectl-nats is the kubectl plugin of nats-operator (kubectl nats
-// status|plan|restart-all|force-step|pause|resume); see
-// internal/kubectlnats. Install it with go install ./cmd/kubectl-nats.
 package main
 
 import (

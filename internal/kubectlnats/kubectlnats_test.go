@@ -66,8 +66,8 @@ func TestOfflinePlanExitCodes(t *testing.T) {
 			file: example(t, "natscluster-auth.yaml", same), extra: []string{"--stream", "$G/ORDERS"},
 			code: ExitHeld, action: ActionHeld, reason: clusterv1beta1.ReasonAuthChangeBlocked, contain: []string{"ORDERS", clusterv1beta1.RestartAllResetJetStream}},
 		{name: "an invalid spec names the field",
-			file: example(t, "natscluster-jetstream.yaml", func(m string) string { return strings.Replace(m, "memory: 256Mi", "memory: 2Gi", 1) }),
-			code: ExitInvalid, action: ActionInvalid, reason: clusterv1beta1.ReasonInvalidSpec, contain: []string{"spec.resources.requests.memory"}},
+			file: example(t, "natscluster-jetstream.yaml", func(m string) string { return strings.Replace(m, "storage: 1Gi", "storage: \"0\"", 1) }),
+			code: ExitInvalid, action: ActionInvalid, reason: clusterv1beta1.ReasonInvalidSpec, contain: []string{"spec.jetstream.volumeClaimTemplate.spec.resources.requests.storage"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
