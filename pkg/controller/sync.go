@@ -17,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
+	"github.com/nats-operator/nats-operator/pkg/observe"
 	"github.com/nats-operator/nats-operator/pkg/render"
 	"github.com/nats-operator/nats-operator/pkg/rollout"
 )
@@ -75,17 +76,10 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	}
 
 	// Decide.
-	st, err := c.gather(nc)
+	st, out, snap, in, decision, err := c.decide(ctx, nc, metav1.Now())
 	if err != nil {
 		return 0, err
 	}
-	out := c.renderTarget(st)
-	snap := c.observer.Observe(ctx, c.observeTarget(st))
-	in, err := c.planInput(ctx, st, out, snap, metav1.Now())
-	if err != nil {
-		return 0, err
-	}
-	decision := rollout.Plan(in)
 
 	// Write.
 	if decision.ReleaseFinalizer {
@@ -121,6 +115,23 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		requeue = inFlightRequeue
 	}
 	return requeue, c.writeStatus(ctx, nc, status)
+}
+
+// decide is a sync's first phase: gather, render, observe, plan. It reads
+// the caches and the NATS servers and writes nothing; Decide (kubectl nats
+// plan) runs the same.
+func (c *Controller) decide(ctx context.Context, nc *clusterv1beta1.NatsCluster, now metav1.Time) (*clusterState, *render.Output, *observe.Snapshot, rollout.Input, rollout.Decision, error) {
+	st, err := c.gather(nc)
+	if err != nil {
+		return nil, nil, nil, rollout.Input{}, rollout.Decision{}, err
+	}
+	out := c.renderTarget(st)
+	snap := c.observer.Observe(ctx, c.observeTarget(st))
+	in, err := c.planInput(ctx, st, out, snap, now)
+	if err != nil {
+		return nil, nil, nil, rollout.Input{}, rollout.Decision{}, err
+	}
+	return st, out, snap, in, rollout.Plan(in), nil
 }
 
 // clientScheme is tls with client TLS, else nats.

@@ -77,7 +77,7 @@ func TestPlanHoldsWhatNoStepCanMake(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := Plan(tt.in)
+			d := tableCase(t, tt.in)
 			if d.Step != nil || len(d.Create) > 0 {
 				t.Fatalf("step %+v, create %v: a hold touches and creates nothing", d.Step, d.Create)
 			}

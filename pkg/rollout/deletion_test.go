@@ -91,7 +91,7 @@ func TestPlanGuardsTheDeletionOfAClusterHoldingStreams(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := Plan(tt.in)
+			d := tableCase(t, tt.in)
 			if d.Step != nil || len(d.Create) > 0 || len(d.ClearAnnotations) > 0 || d.Rollout != nil || len(d.Removals) > 0 {
 				t.Fatalf("step %+v, create %v, clear %v, rollout %+v, removals %v: a deletion only holds or releases",
 					d.Step, d.Create, d.ClearAnnotations, d.Rollout, d.Removals)
@@ -153,7 +153,7 @@ func TestDeletingMessageNamesTheStreamsAndTheWayOut(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := Plan(tt.in).Progressing.Message; got != tt.want {
+			if got := tableCase(t, tt.in).Progressing.Message; got != tt.want {
 				t.Errorf("message\n  %s\nwant\n  %s", got, tt.want)
 			}
 		})

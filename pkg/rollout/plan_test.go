@@ -521,7 +521,7 @@ func TestPlan(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := Plan(tc.in)
+			got := tableCase(t, tc.in)
 			checkDecision(t, got, tc.want)
 			// The input order of servers never matters.
 			shuffled := tc.in

@@ -148,7 +148,7 @@ func TestReload(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := Plan(tt.in)
+			d := tableCase(t, tt.in)
 			switch {
 			case tt.kind == "" && d.Step != nil:
 				t.Fatalf("Step = %+v, want none", d.Step)

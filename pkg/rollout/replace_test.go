@@ -177,7 +177,7 @@ func TestPlanReplaceServer(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := Plan(tt.in)
+			d := tableCase(t, tt.in)
 			switch {
 			case tt.phase == "" && d.Step != nil:
 				t.Errorf("Step = %s, want none", toJSON(d.Step))
@@ -241,7 +241,7 @@ func TestPlanExpandClaims(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := Plan(tt.in)
+			d := tableCase(t, tt.in)
 			got := ""
 			if d.Step != nil {
 				if d.Step.Kind != ExpandClaim || d.Step.Expand == nil {

@@ -125,7 +125,7 @@ func TestScaleDown(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := Plan(tt.in)
+			d := tableCase(t, tt.in)
 			switch {
 			case tt.phase == "" && d.Step != nil:
 				t.Errorf("Step = %s, want none", toJSON(d.Step))

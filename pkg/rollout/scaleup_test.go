@@ -136,7 +136,7 @@ func TestScaleUp(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := Plan(tt.in)
+			d := tableCase(t, tt.in)
 			if !slices.Equal(d.Create, tt.create) {
 				t.Errorf("Create = %v, want %v", d.Create, tt.create)
 			}

@@ -130,7 +130,7 @@ func TestPlanStepsAServerThatIsDownWhenTheRestIsSettled(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			checkDecision(t, Plan(tc.in), tc.want)
+			checkDecision(t, tableCase(t, tc.in), tc.want)
 		})
 	}
 }

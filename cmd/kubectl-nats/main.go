@@ -1,0 +1,17 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/nats-operator/nats-operator/internal/kubectlnats"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := kubectlnats.Run(ctx, os.Args[1:], kubectlnats.StdIO())
+	stop()
+	os.Exit(code)
+}
