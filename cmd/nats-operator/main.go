@@ -108,7 +108,7 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	inf, err := newInformers(kubeClient, natsClient, metaClient, parseNamespaces(o.namespace), o.resync)
+	inf, err := controller.NewInformerSet(kubeClient, natsClient, metaClient, controller.ParseNamespaces(o.namespace), o.resync)
 	if err != nil {
 		return err
 	}
@@ -122,8 +122,8 @@ func run(ctx context.Context, o options) error {
 	ctrl.SetDynamicClient(dyn)
 
 	// Caches fill whether or not this replica leads, so a new leader starts warm.
-	inf.start(ctx.Done())
-	defer inf.shutdown()
+	inf.Start(ctx.Done())
+	defer inf.Shutdown()
 	go ctrl.WaitForCacheSync(ctx)
 
 	leaderHealth := leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
@@ -173,7 +173,7 @@ func runLeading(ctx context.Context, o options, kubeClient kubernetes.Interface,
 	if ns == "" {
 		ns = os.Getenv("POD_NAMESPACE")
 	}
-	if nss := parseNamespaces(o.namespace); ns == "" && len(nss) == 1 {
+	if nss := controller.ParseNamespaces(o.namespace); ns == "" && len(nss) == 1 {
 		ns = nss[0]
 	}
 	if ns == "" {

@@ -13,7 +13,6 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
-	versioned "github.com/nats-operator/nats-operator/pkg/generated/clientset/versioned"
 	"github.com/nats-operator/nats-operator/pkg/render"
 )
 
@@ -86,18 +85,11 @@ func runAction(ctx context.Context, flags *genericclioptions.ConfigFlags, s IO, 
 	if err != nil {
 		return err
 	}
-	cfg, err := flags.ToRESTConfig()
+	c, err := newClients(flags)
 	if err != nil {
 		return err
 	}
-	ns, err := namespace(flags)
-	if err != nil {
-		return err
-	}
-	nats, err := versioned.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
+	cfg, ns, nats := c.cfg, c.ns, c.nats
 	name := args[0]
 	clusters := nats.ClusterV1beta1().NatsClusters(ns)
 	nc, err := clusters.Get(ctx, name, metav1.GetOptions{})

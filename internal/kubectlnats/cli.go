@@ -11,7 +11,11 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
+
+	versioned "github.com/nats-operator/nats-operator/pkg/generated/clientset/versioned"
 )
 
 // IO are the streams a command uses; IsTTY says stdin is a terminal (a
@@ -68,6 +72,33 @@ func Run(ctx context.Context, args []string, s IO) int {
 func namespace(flags *genericclioptions.ConfigFlags) (string, error) {
 	ns, _, err := flags.ToRawKubeConfigLoader().Namespace()
 	return ns, err
+}
+
+// clients are what a live command talks to: the config, its namespace and
+// the clientsets.
+type clients struct {
+	cfg  *rest.Config
+	ns   string
+	kube kubernetes.Interface
+	nats versioned.Interface
+}
+
+func newClients(flags *genericclioptions.ConfigFlags) (*clients, error) {
+	cfg, err := flags.ToRESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	c := &clients{cfg: cfg}
+	if c.ns, err = namespace(flags); err != nil {
+		return nil, err
+	}
+	if c.kube, err = kubernetes.NewForConfig(cfg); err != nil {
+		return nil, err
+	}
+	if c.nats, err = versioned.NewForConfig(cfg); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 func planCommand(ctx context.Context, flags *genericclioptions.ConfigFlags, s IO) *cobra.Command {

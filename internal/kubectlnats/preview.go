@@ -9,22 +9,18 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/metadata"
 	metadatafake "k8s.io/client-go/metadata/fake"
-	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/rest"
 
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
 	"github.com/nats-operator/nats-operator/pkg/controller"
 	versioned "github.com/nats-operator/nats-operator/pkg/generated/clientset/versioned"
 	natsfake "github.com/nats-operator/nats-operator/pkg/generated/clientset/versioned/fake"
-	natsinformers "github.com/nats-operator/nats-operator/pkg/generated/informers/externalversions"
 	"github.com/nats-operator/nats-operator/pkg/observe"
 )
 
@@ -40,57 +36,22 @@ type previewer struct {
 // waits for them.
 func startController(ctx context.Context, kube kubernetes.Interface, nats versioned.Interface, meta metadata.Interface, ns string) (*previewer, error) {
 	ctx, cancel := context.WithCancel(ctx)
-	managed := labels.SelectorFromSet(labels.Set{clusterv1beta1.LabelManagedBy: clusterv1beta1.ManagedByValue}).String()
-	kubeFactory := kubeinformers.NewSharedInformerFactoryWithOptions(kube, 0,
-		kubeinformers.WithNamespace(ns),
-		kubeinformers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = managed }))
-	secretFactory := metadatainformer.NewFilteredSharedInformerFactory(meta, 0, ns, nil)
-	secrets := secretFactory.ForResource(controller.SecretsResource)
-	if err := secrets.Informer().SetTransform(controller.StripSecretMetadata); err != nil {
+	inf, err := controller.NewInformerSet(kube, nats, meta, []string{ns}, 0)
+	if err != nil {
 		cancel()
 		return nil, err
 	}
-	natsFactory := natsinformers.NewSharedInformerFactoryWithOptions(nats, 0, natsinformers.WithNamespace(ns))
-	ctrl := controller.New(ctx, kube, nats, controller.Informers{
-		Clusters:        natsFactory.Cluster().V1beta1().NatsClusters(),
-		OperatorTrusts:  natsFactory.Trust().V1beta1().NatsOperatorTrusts(),
-		AccountTrusts:   natsFactory.Trust().V1beta1().NatsAccountTrusts(),
-		StatefulSets:    kubeFactory.Apps().V1().StatefulSets(),
-		ConfigMaps:      kubeFactory.Core().V1().ConfigMaps(),
-		Services:        kubeFactory.Core().V1().Services(),
-		Pods:            kubeFactory.Core().V1().Pods(),
-		PDBs:            kubeFactory.Policy().V1().PodDisruptionBudgets(),
-		Secrets:         secrets,
-		NetworkPolicies: kubeFactory.Networking().V1().NetworkPolicies(),
-	}, controller.NewMetrics(prometheus.NewRegistry()))
-	kubeFactory.Start(ctx.Done())
-	secretFactory.Start(ctx.Done())
-	natsFactory.Start(ctx.Done())
+	ctrl := controller.New(ctx, kube, nats, inf.Informers, controller.NewMetrics(prometheus.NewRegistry()))
+	inf.Start(ctx.Done())
 	stop := func() {
 		cancel()
-		kubeFactory.Shutdown()
-		secretFactory.Shutdown()
-		natsFactory.Shutdown()
+		inf.Shutdown()
 	}
 	syncCtx, done := context.WithTimeout(ctx, 30*time.Second)
 	defer done()
-	for t, ok := range kubeFactory.WaitForCacheSync(syncCtx.Done()) {
-		if !ok {
-			stop()
-			return nil, fmt.Errorf("reading %v: the cache did not fill within 30s", t)
-		}
-	}
-	for t, ok := range natsFactory.WaitForCacheSync(syncCtx.Done()) {
-		if !ok {
-			stop()
-			return nil, fmt.Errorf("reading %v: the cache did not fill within 30s", t)
-		}
-	}
-	for t, ok := range secretFactory.WaitForCacheSync(syncCtx.Done()) {
-		if !ok {
-			stop()
-			return nil, fmt.Errorf("reading %v: the cache did not fill within 30s", t)
-		}
+	if err := inf.WaitForCacheSync(syncCtx); err != nil {
+		stop()
+		return nil, err
 	}
 	return &previewer{ctrl: ctrl, stop: stop}, nil
 }

@@ -24,20 +24,20 @@ import (
 
 // StatusView is status's screen as data (-o json|yaml).
 type StatusView struct {
-	Cluster    string                                `json:"cluster"`
-	Version    string                                `json:"version,omitempty"`
-	Revision   string                                `json:"revision,omitempty"`
-	Conditions []metav1.Condition                    `json:"conditions,omitempty"`
-	Rollout    *clusterv1beta1.RolloutStatus         `json:"rollout,omitempty"`
-	Removals   []clusterv1beta1.ServerRemoval        `json:"removals,omitempty"`
-	Servers    []ServerView                          `json:"servers"`
-	Events     []EventView                           `json:"events,omitempty"`
-	Observed   bool                                  `json:"observed"`
-	JetStream  *clusterv1beta1.JetStreamStatus       `json:"jetstream,omitempty"`
-	Endpoints  *clusterv1beta1.Endpoints             `json:"endpoints,omitempty"`
-	Config     *clusterv1beta1.ConfigStatus          `json:"config,omitempty"`
-	Paused     bool                                  `json:"paused"`
-	Annots     map[string]string                     `json:"oneShotAnnotations,omitempty"`
+	Cluster    string                          `json:"cluster"`
+	Version    string                          `json:"version,omitempty"`
+	Revision   string                          `json:"revision,omitempty"`
+	Conditions []metav1.Condition              `json:"conditions,omitempty"`
+	Rollout    *clusterv1beta1.RolloutStatus   `json:"rollout,omitempty"`
+	Removals   []clusterv1beta1.ServerRemoval  `json:"removals,omitempty"`
+	Servers    []ServerView                    `json:"servers"`
+	Events     []EventView                     `json:"events,omitempty"`
+	Observed   bool                            `json:"observed"`
+	JetStream  *clusterv1beta1.JetStreamStatus `json:"jetstream,omitempty"`
+	Endpoints  *clusterv1beta1.Endpoints       `json:"endpoints,omitempty"`
+	Config     *clusterv1beta1.ConfigStatus    `json:"config,omitempty"`
+	Paused     bool                            `json:"paused"`
+	Annots     map[string]string               `json:"oneShotAnnotations,omitempty"`
 }
 
 // ServerView is one server's line.
@@ -73,22 +73,11 @@ func statusCommand(ctx context.Context, flags *genericclioptions.ConfigFlags, s 
 		Short: "One screen on a NatsCluster: servers, Settled, the rollout, holds, Events",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := flags.ToRESTConfig()
+			c, err := newClients(flags)
 			if err != nil {
 				return err
 			}
-			ns, err := namespace(flags)
-			if err != nil {
-				return err
-			}
-			kube, err := kubernetes.NewForConfig(cfg)
-			if err != nil {
-				return err
-			}
-			nats, err := versioned.NewForConfig(cfg)
-			if err != nil {
-				return err
-			}
+			cfg, ns, kube, nats := c.cfg, c.ns, c.kube, c.nats
 			pv, err := livePreviewer(ctx, cfg, ns)
 			if err != nil {
 				return err

@@ -188,16 +188,7 @@ func TestControllerCrashMidRollout(t *testing.T) {
 	s.Controller.Start()
 
 	s.WaitSettledUpToDate(ctx, t, "nats", "demo", 5*time.Minute)
-	poll.Eventually(t, time.Minute, 250*time.Millisecond, "every server on 2.15.2", func() error {
-		got, err := s.Cluster(ctx, "nats", "demo")
-		if err != nil {
-			return err
-		}
-		if got.Status.Version != "2.15.2" {
-			return fmt.Errorf("status.servers %+v", got.Status.Servers)
-		}
-		return nil
-	})
+	waitVersion(ctx, t, s, "2.15.2")
 	time.Sleep(3 * time.Second)
 	tr.Stop()
 	checkRestartedOnce(t, tr)

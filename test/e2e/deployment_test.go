@@ -113,16 +113,7 @@ func TestKubectlApplyKRunsTheControllerDeployment(t *testing.T) {
 	}
 
 	s.WaitSettledUpToDate(ctx, t, "nats", "demo", 10*time.Minute)
-	poll.Eventually(t, time.Minute, 250*time.Millisecond, "every server to report 2.15.2", func() error {
-		got, err := s.Cluster(ctx, "nats", "demo")
-		if err != nil {
-			return err
-		}
-		if got.Status.Version != "2.15.2" {
-			return fmt.Errorf("status.servers %+v", got.Status.Servers)
-		}
-		return nil
-	})
+	waitVersion(ctx, t, s, "2.15.2")
 	tr.Stop()
 	for _, srv := range servers {
 		if uids := tr.UIDs()[srv+"-0"]; len(uids) != 2 {

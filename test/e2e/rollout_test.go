@@ -31,6 +31,25 @@ func expectedOrder(leader string) []string {
 	return order
 }
 
+// waitVersion waits until status.version (every server's) is version and
+// returns the cluster.
+func waitVersion(ctx context.Context, t *testing.T, s *framework.Stack, version string) *clusterv1beta1.NatsCluster {
+	t.Helper()
+	var nc *clusterv1beta1.NatsCluster
+	poll.Eventually(t, time.Minute, 250*time.Millisecond, "every server to report "+version, func() error {
+		got, err := s.Cluster(ctx, "nats", "demo")
+		if err != nil {
+			return err
+		}
+		if got.Status.Version != version {
+			return fmt.Errorf("status.servers %+v", got.Status.Servers)
+		}
+		nc = got
+		return nil
+	})
+	return nc
+}
+
 func patchCluster(ctx context.Context, t *testing.T, s *framework.Stack, patch string) {
 	t.Helper()
 	if _, err := s.Nats.ClusterV1beta1().NatsClusters("nats").Patch(ctx, "demo", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
@@ -166,18 +185,8 @@ func TestRollingUpgradeUnderLoad(t *testing.T) {
 	b, _ := json.Marshal(mid)
 	t.Logf("status.rollout mid-way: %s", b)
 
-	final := s.WaitSettledUpToDate(ctx, t, "nats", "demo", 10*time.Minute)
-	poll.Eventually(t, time.Minute, 250*time.Millisecond, "every server to report 2.15.2", func() error {
-		got, err := s.Cluster(ctx, "nats", "demo")
-		if err != nil {
-			return err
-		}
-		if got.Status.Version != "2.15.2" {
-			return fmt.Errorf("status.servers %+v", got.Status.Servers)
-		}
-		final = got
-		return nil
-	})
+	s.WaitSettledUpToDate(ctx, t, "nats", "demo", 10*time.Minute)
+	final := waitVersion(ctx, t, s, "2.15.2")
 	settledAt := time.Now()
 	wall := time.Since(applied)
 	servedFromEveryServer(ctx, t, s, durables, settledAt)

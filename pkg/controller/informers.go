@@ -1,8 +1,10 @@
-package main
+package controller
 
 import (
 	"context"
+	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -21,14 +23,13 @@ import (
 	"github.com/nats-operator/nats-operator/internal/nsinformers"
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
 	trustv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/trust/v1beta1"
-	"github.com/nats-operator/nats-operator/pkg/controller"
 	versioned "github.com/nats-operator/nats-operator/pkg/generated/clientset/versioned"
 	natsinformers "github.com/nats-operator/nats-operator/pkg/generated/informers/externalversions"
 )
 
-// parseNamespaces reads --namespace: empty is every namespace ([""]),
-// otherwise a comma-separated list.
-func parseNamespaces(s string) []string {
+// ParseNamespaces reads a --namespace value: empty is every namespace
+// ([""]), otherwise a comma-separated list.
+func ParseNamespaces(s string) []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, ns := range strings.Split(s, ",") {
@@ -44,16 +45,45 @@ func parseNamespaces(s string) []string {
 	return out
 }
 
-// informerSet is every informer the controller reads from, for all
+// InformerSet is every informer the controller reads from, for all
 // namespaces, one, or a list (each listed and watched in its own
-// namespace, so Roles there are enough).
-type informerSet struct {
-	controller.Informers
+// namespace, so Roles there are enough): cmd/nats-operator and kubectl nats
+// build the same.
+type InformerSet struct {
+	Informers
 	start    func(stop <-chan struct{})
 	shutdown func()
 }
 
-func newInformers(kubeClient kubernetes.Interface, natsClient versioned.Interface, metaClient metadata.Interface, namespaces []string, resync time.Duration) (*informerSet, error) {
+// Start starts every informer; they stop when stop is closed or at
+// Shutdown.
+func (s *InformerSet) Start(stop <-chan struct{}) { s.start(stop) }
+
+// Shutdown stops the informers and waits for them.
+func (s *InformerSet) Shutdown() { s.shutdown() }
+
+// WaitForCacheSync waits until every cache is filled, or ctx ends.
+func (s *InformerSet) WaitForCacheSync(ctx context.Context) error {
+	for name, inf := range s.all() {
+		if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+			return fmt.Errorf("reading %s: the cache did not fill: %w", name, context.Cause(ctx))
+		}
+	}
+	return nil
+}
+
+func (s *InformerSet) all() map[string]cache.SharedIndexInformer {
+	return map[string]cache.SharedIndexInformer{
+		"NatsClusters": s.Clusters.Informer(), "NatsOperatorTrusts": s.OperatorTrusts.Informer(),
+		"NatsAccountTrusts": s.AccountTrusts.Informer(), "StatefulSets": s.StatefulSets.Informer(),
+		"ConfigMaps": s.ConfigMaps.Informer(), "Services": s.Services.Informer(), "Pods": s.Pods.Informer(),
+		"PodDisruptionBudgets": s.PDBs.Informer(), "Secrets": s.Secrets.Informer(),
+		"NetworkPolicies": s.NetworkPolicies.Informer(),
+	}
+}
+
+// NewInformerSet builds the informers of namespaces (ParseNamespaces).
+func NewInformerSet(kubeClient kubernetes.Interface, natsClient versioned.Interface, metaClient metadata.Interface, namespaces []string, resync time.Duration) (*InformerSet, error) {
 	factoryNS := ""
 	if len(namespaces) == 1 {
 		factoryNS = namespaces[0]
@@ -70,7 +100,7 @@ func newInformers(kubeClient kubernetes.Interface, natsClient versioned.Interfac
 	// (no values, no annotations) and reads the ones its clusters name by
 	// name (pkg/controller/secrets.go).
 	secretsLW := nsinformers.ListerWatcher(namespaces, func(ns string) cache.ListerWatcher {
-		res := metaClient.Resource(controller.SecretsResource).Namespace(ns)
+		res := metaClient.Resource(SecretsResource).Namespace(ns)
 		return cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
 			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return res.List(ctx, o) },
 			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
@@ -79,7 +109,7 @@ func newInformers(kubeClient kubernetes.Interface, natsClient versioned.Interfac
 		}, metaClient)
 	})
 	secrets := newGenericInformer(cache.NewSharedIndexInformer(secretsLW, &metav1.PartialObjectMetadata{}, resync, namespaceIndex()))
-	if err := secrets.Informer().SetTransform(controller.StripSecretMetadata); err != nil {
+	if err := secrets.Informer().SetTransform(StripSecretMetadata); err != nil {
 		return nil, err
 	}
 
@@ -119,7 +149,7 @@ func newInformers(kubeClient kubernetes.Interface, natsClient versioned.Interfac
 		}
 	}
 
-	set := &informerSet{Informers: controller.Informers{
+	set := &InformerSet{Informers: Informers{
 		Clusters:        natsFactory.Cluster().V1beta1().NatsClusters(),
 		OperatorTrusts:  natsFactory.Trust().V1beta1().NatsOperatorTrusts(),
 		AccountTrusts:   natsFactory.Trust().V1beta1().NatsAccountTrusts(),
@@ -137,10 +167,13 @@ func newInformers(kubeClient kubernetes.Interface, natsClient versioned.Interfac
 		natsFactory.Start(stop)
 		go secrets.Informer().RunWithContext(contextOf(stop, secretsStop))
 	}
+	var once sync.Once
 	set.shutdown = func() {
-		close(secretsStop)
-		kubeFactory.Shutdown()
-		natsFactory.Shutdown()
+		once.Do(func() {
+			close(secretsStop)
+			kubeFactory.Shutdown()
+			natsFactory.Shutdown()
+		})
 	}
 	return set, nil
 }
@@ -178,5 +211,5 @@ func newGenericInformer(inf cache.SharedIndexInformer) genericInformer { return 
 
 func (g genericInformer) Informer() cache.SharedIndexInformer { return g.inf }
 func (g genericInformer) Lister() cache.GenericLister {
-	return cache.NewGenericLister(g.inf.GetIndexer(), controller.SecretsResource.GroupResource())
+	return cache.NewGenericLister(g.inf.GetIndexer(), SecretsResource.GroupResource())
 }

@@ -1,4 +1,4 @@
-package main
+package controller
 
 import (
 	"slices"
@@ -14,8 +14,8 @@ func TestParseNamespaces(t *testing.T) {
 		" apps , team-b,,": {"apps", "team-b"},
 		"apps,apps":        {"apps"},
 	} {
-		if got := parseNamespaces(in); !slices.Equal(got, want) {
-			t.Errorf("parseNamespaces(%q) = %q, want %q", in, got, want)
+		if got := ParseNamespaces(in); !slices.Equal(got, want) {
+			t.Errorf("ParseNamespaces(%q) = %q, want %q", in, got, want)
 		}
 	}
 }
