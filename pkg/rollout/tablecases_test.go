@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"sync"
 	"testing"
@@ -34,6 +35,7 @@ var tableCases struct {
 func tableCase(t *testing.T, in Input) Decision {
 	d := Plan(in)
 	if !*writeTableCases {
+		checkRecorded(t, in)
 		return d
 	}
 	tableCases.Lock()
@@ -55,4 +57,48 @@ func tableCase(t *testing.T, in Input) Decision {
 		t.Fatal(err)
 	}
 	return d
+}
+
+var recorded struct {
+	once   sync.Once
+	byName map[string]json.RawMessage
+	err    error
+}
+
+// checkRecorded fails a case that testdata/table_cases.json does not hold
+// with this very input, so the replay in internal/kubectlnats covers every
+// case of every table as it is now.
+func checkRecorded(t *testing.T, in Input) {
+	t.Helper()
+	recorded.once.Do(func() {
+		b, err := os.ReadFile(filepath.Join("testdata", "table_cases.json"))
+		if err != nil {
+			recorded.err = err
+			return
+		}
+		var cases []struct {
+			Name  string          `json:"name"`
+			Input json.RawMessage `json:"input"`
+		}
+		if recorded.err = json.Unmarshal(b, &cases); recorded.err != nil {
+			return
+		}
+		recorded.byName = map[string]json.RawMessage{}
+		for _, c := range cases {
+			recorded.byName[c.Name] = c.Input
+		}
+	})
+	if recorded.err != nil {
+		t.Fatalf("reading the recorded table cases: %v", recorded.err)
+	}
+	const again = "record the cases again: go test ./pkg/rollout -write-table-cases"
+	rec, ok := recorded.byName[t.Name()]
+	if !ok {
+		t.Fatalf("case %s is not in testdata/table_cases.json: %s", t.Name(), again)
+	}
+	var want, got any
+	cur, _ := json.Marshal(in)
+	if json.Unmarshal(rec, &want) != nil || json.Unmarshal(cur, &got) != nil || !reflect.DeepEqual(want, got) {
+		t.Fatalf("case %s changed since testdata/table_cases.json was recorded: %s", t.Name(), again)
+	}
 }
