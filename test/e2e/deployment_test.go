@@ -4,24 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/nats-operator/nats-operator/internal/kubeutil"
 	"github.com/nats-operator/nats-operator/internal/poll"
 	"github.com/nats-operator/nats-operator/test/framework"
 	"github.com/nats-operator/nats-operator/test/localnode"
-	"github.com/nats-operator/nats-operator/test/testenv"
 )
-
-// controllerImage is the image of manifests/controller/operator.yaml, which
-// the local node runs as the controller binary built from this checkout.
-const controllerImage = "ghcr.io/nats-operator/nats-operator"
 
 // kubectl apply -k manifests/ runs the controller as users run it: the
 // Deployment of manifests/controller/operator.yaml (two replicas, leader
@@ -37,29 +28,13 @@ func TestKubectlApplyKRunsTheControllerDeployment(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	s := framework.StartStackWithoutController(ctx, t, localnode.Options{
-		Images: map[string]string{controllerImage: framework.ControllerBinary(t)},
+		Images: framework.ControllerImages(t),
 	})
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
 	begin := time.Now()
-	if out, err := s.Env.Kubectl("apply", "-k", filepath.Join(root, "manifests")).CombinedOutput(); err != nil {
-		t.Fatalf("kubectl apply -k manifests/: %v\n%s", err, out)
-	}
-
-	poll.Eventually(t, 2*time.Minute, 250*time.Millisecond, "the Deployment to be 2/2 Ready", func() error {
-		d, err := s.Kube.AppsV1().Deployments("nats-system").Get(ctx, "nats-operator", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if d.Status.ReadyReplicas != 2 || d.Status.UpdatedReplicas != 2 {
-			return fmt.Errorf("ready %d updated %d of %d; %s", d.Status.ReadyReplicas, d.Status.UpdatedReplicas, *d.Spec.Replicas, controllerPods(ctx, s))
-		}
-		return nil
-	})
+	s.KubectlApplyK(t, "")
+	s.WaitControllerDeployment(ctx, t)
 	t.Logf("Deployment 2/2 Ready %s after kubectl apply -k", time.Since(begin).Round(time.Millisecond))
-	leader := leaderPod(ctx, t, s, "")
+	leader := s.LeaderPod(ctx, t, "")
 	t.Logf("the Lease is held by pod %s", leader)
 
 	// The pod runs with the kubelet's service-account volume: its token
@@ -105,7 +80,7 @@ func TestKubectlApplyKRunsTheControllerDeployment(t *testing.T) {
 	if err := s.Kube.CoreV1().Pods("nats-system").Delete(ctx, leader, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	successor := leaderPod(ctx, t, s, leader)
+	successor := s.LeaderPod(ctx, t, leader)
 	handover := time.Since(deleted)
 	t.Logf("deleted leading pod %s; pod %s holds the Lease %s later", leader, successor, handover.Round(time.Millisecond))
 	if handover > 15*time.Second {
@@ -123,69 +98,5 @@ func TestKubectlApplyKRunsTheControllerDeployment(t *testing.T) {
 	t.Logf("rollout completed under the new leader, servers restarted in order %v", tr.RestartOrder())
 
 	// No replica hit an RBAC denial.
-	list, err := s.Kube.CoreV1().Pods("nats-system").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=nats-operator"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	names := []string{leader}
-	for _, p := range list.Items {
-		names = append(names, p.Name)
-	}
-	for _, name := range names {
-		b, _ := os.ReadFile(s.Node.ContainerLogPath("nats-system", name, "nats-operator"))
-		for _, l := range strings.Split(string(b), "\n") {
-			if strings.Contains(l, "forbidden") {
-				t.Errorf("controller pod %s hit an RBAC denial: %s", name, l)
-			}
-		}
-	}
-}
-
-// leaderPod waits for the Lease to be held by a controller pod other than
-// not, and returns the pod's name (the identity is <pod>_<pid>).
-func leaderPod(ctx context.Context, t *testing.T, s *framework.Stack, not string) string {
-	t.Helper()
-	var holder string
-	poll.Eventually(t, time.Minute, 100*time.Millisecond, "a controller pod to hold the Lease", func() error {
-		lease, err := s.Kube.CoordinationV1().Leases("nats-system").Get(ctx, "nats-operator", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
-			return errors.New("no holder")
-		}
-		pod, _, _ := strings.Cut(*lease.Spec.HolderIdentity, "_")
-		if pod == not {
-			return fmt.Errorf("still held by %s", *lease.Spec.HolderIdentity)
-		}
-		p, err := s.Kube.CoreV1().Pods("nats-system").Get(ctx, pod, metav1.GetOptions{})
-		if err != nil {
-			return fmt.Errorf("holder %q: %w", *lease.Spec.HolderIdentity, err)
-		}
-		if p.Labels["app.kubernetes.io/name"] != "nats-operator" {
-			return fmt.Errorf("holder %q is not a controller pod", *lease.Spec.HolderIdentity)
-		}
-		holder = pod
-		return nil
-	})
-	return holder
-}
-
-// controllerPods describes the controller's pods in one line.
-func controllerPods(ctx context.Context, s *framework.Stack) string {
-	list, err := s.Kube.CoreV1().Pods("nats-system").List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return err.Error()
-	}
-	var out []string
-	for _, p := range list.Items {
-		d := fmt.Sprintf("%s %s ready=%v", p.Name, p.Status.Phase, kubeutil.PodReady(&p))
-		for _, c := range p.Status.ContainerStatuses {
-			if w := c.State.Waiting; w != nil {
-				d += " " + w.Reason + ": " + w.Message
-			}
-		}
-		out = append(out, d)
-	}
-	return strings.Join(out, "; ")
+	s.CheckNoRBACDenial(t, append(s.ControllerPodNames(ctx, t), leader)...)
 }

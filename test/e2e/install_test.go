@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,19 +11,21 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nats-operator/nats-operator/internal/poll"
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
-	versioned "github.com/nats-operator/nats-operator/pkg/generated/clientset/versioned"
 	"github.com/nats-operator/nats-operator/test/framework"
-	"github.com/nats-operator/nats-operator/test/testenv"
+	"github.com/nats-operator/nats-operator/test/localnode"
 )
 
-// The controller, running with only the permissions of manifests/rbac, takes
-// the Lease, serves health and metrics, creates the Services and the PDB of
-// a new NatsCluster with owner references, fills status, and leaves the
-// owned objects to the garbage collector when the cluster is deleted.
+// kubectl apply -k manifests/ installs the controller as users install it:
+// its Deployment's pods (the image run as the binary of this checkout, with
+// in-cluster config), with only the permissions of manifests/rbac. One
+// replica takes the Lease; both serve health and metrics; the controller
+// creates the Services and the PDB of a new NatsCluster with owner
+// references, fills status, and leaves the owned objects to the garbage
+// collector when the cluster is deleted.
 func TestControllerInstallsWithLeastPrivilege(t *testing.T) {
 	testInstall(t, "apps", nil)
 }
@@ -38,25 +39,21 @@ func TestNamespacedControllerInstallsWithLeastPrivilege(t *testing.T) {
 }
 
 func testInstall(t *testing.T, ns string, namespaces []string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	env := testenv.Start(t, testenv.Options{ControllerManager: true})
-	kube := kubernetes.NewForConfigOrDie(env.Config)
-	nats := versioned.NewForConfigOrDie(env.Config)
+	s := framework.StartStackWithoutController(ctx, t, localnode.Options{Images: framework.ControllerImages(t)})
+	kube, nats := s.Kube, s.Nats
 
 	begin := time.Now()
-	var controller *framework.Controller
 	if namespaces == nil {
-		controller = framework.StartController(ctx, t, env)
-		if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		s.KubectlApplyK(t, "")
+		s.CreateNamespace(ctx, t, ns)
 	} else {
 		// The namespaces come with their Roles.
-		controller = framework.StartNamespacedController(ctx, t, env, namespaces)
-		if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "elsewhere"}}, metav1.CreateOptions{}); err != nil {
+		if err := framework.ApplyObjects(ctx, s.Env.Config, "nats-system", framework.NamespacedInstall(t, s.Env, namespaces...)...); err != nil {
 			t.Fatal(err)
 		}
+		s.CreateNamespace(ctx, t, "elsewhere")
 		if _, err := nats.ClusterV1beta1().NatsClusters("elsewhere").Create(ctx, &clusterv1beta1.NatsCluster{
 			ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "elsewhere"},
 			Spec:       clusterv1beta1.NatsClusterSpec{Version: "2.15.2", Replicas: 3},
@@ -64,34 +61,33 @@ func testInstall(t *testing.T, ns string, namespaces []string) {
 			t.Fatal(err)
 		}
 	}
-	t.Logf("controller started as nats-system/nats-operator after %s", time.Since(begin).Round(time.Millisecond))
+	s.WaitControllerDeployment(ctx, t)
+	leader := s.LeaderPod(ctx, t, "")
+	t.Logf("controller Deployment Ready, pod %s leads, %s after the install", leader, time.Since(begin).Round(time.Millisecond))
 
-	poll.Eventually(t, time.Minute, 200*time.Millisecond, "/healthz and /readyz to answer 200", func() error {
-		for _, p := range []string{"/healthz", "/readyz"} {
-			code, body, err := framework.Get(controller.HealthURL + p)
-			if err != nil || code != 200 {
-				return fmt.Errorf("%s: %d %q %v", p, code, body, err)
-			}
-		}
-		return nil
-	})
-	poll.Eventually(t, time.Minute, 200*time.Millisecond, "the Lease to be held", func() error {
-		lease, err := kube.CoordinationV1().Leases("nats-system").Get(ctx, "nats-operator", metav1.GetOptions{})
+	for _, name := range s.ControllerPodNames(ctx, t) {
+		pod, err := kube.CoreV1().Pods("nats-system").Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
-		if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
-			return errors.New("no holder")
-		}
-		return nil
-	})
-	poll.Eventually(t, 30*time.Second, 200*time.Millisecond, `workqueue_depth{name="natscluster"} on /metrics`, func() error {
-		if _, ok := controller.Metric("workqueue_depth", `name="natscluster"`); !ok {
-			return errors.New("metric not exposed")
-		}
-		return nil
-	})
-
+		ip := pod.Status.PodIP
+		poll.Eventually(t, time.Minute, 200*time.Millisecond, "/healthz, /readyz and the workqueue metrics of "+name, func() error {
+			for _, p := range []string{"/healthz", "/readyz"} {
+				code, body, err := framework.Get("http://" + ip + ":8081" + p)
+				if err != nil || code != 200 {
+					return fmt.Errorf("%s: %d %q %v", p, code, body, err)
+				}
+			}
+			_, body, err := framework.Get("http://" + ip + ":8080/metrics")
+			if err != nil {
+				return err
+			}
+			if _, ok := framework.SumMetric(body, "workqueue_depth", `name="natscluster"`); !ok {
+				return errors.New("workqueue_depth{name=\"natscluster\"} not exposed")
+			}
+			return nil
+		})
+	}
 	t.Logf("Lease held, /healthz and /readyz 200, workqueue metrics exposed after %s", time.Since(begin).Round(time.Millisecond))
 	nc, err := nats.ClusterV1beta1().NatsClusters(ns).Create(ctx, &clusterv1beta1.NatsCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: ns},
@@ -178,35 +174,19 @@ func testInstall(t *testing.T, ns string, namespaces []string) {
 			t.Errorf("Services in a namespace not watched: %v %v", svcs, err)
 		}
 	}
-	// The Deployment of manifests/operator.yaml is accepted, and its pods
-	// are admitted in nats-system, which enforces the restricted Pod
-	// Security Standard (no node runs them here).
-	root, err := testenv.RepoRoot()
-	if err != nil {
+	// SIGTERM (the Deployment scaled to 0): the workers drain, then the
+	// Lease is released (its holder cleared), so a standby takes over at
+	// once instead of after it expires.
+	pods := s.ControllerPodNames(ctx, t)
+	if _, err := kube.AppsV1().Deployments("nats-system").Patch(ctx, "nats-operator", types.MergePatchType, []byte(`{"spec":{"replicas":0}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := framework.Apply(ctx, env.Config, "nats-system", filepath.Join(root, "manifests", "controller", "operator.yaml")); err != nil {
-		t.Fatal(err)
-	}
-	poll.Eventually(t, time.Minute, 200*time.Millisecond, "the controller Deployment's pods to be admitted", func() error {
-		pods, err := kube.CoreV1().Pods("nats-system").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=nats-operator"})
-		if err != nil {
-			return err
+	poll.Eventually(t, 2*time.Minute, 200*time.Millisecond, "the controller pods to be gone", func() error {
+		if left := s.ControllerPodNames(ctx, t); len(left) > 0 {
+			return fmt.Errorf("pods %v", left)
 		}
-		if len(pods.Items) == 2 {
-			return nil
-		}
-		ev, _ := kube.CoreV1().Events("nats-system").List(ctx, metav1.ListOptions{})
-		msgs := ""
-		for _, e := range ev.Items {
-			msgs += e.Reason + ": " + e.Message + "; "
-		}
-		return fmt.Errorf("%d pods; events: %s", len(pods.Items), msgs)
+		return nil
 	})
-
-	// SIGTERM: the workers drain, then the Lease is released (its holder
-	// cleared), so a standby takes over at once instead of after it expires.
-	controller.Stop()
 	lease, err := kube.CoordinationV1().Leases("nats-system").Get(ctx, "nats-operator", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -214,20 +194,14 @@ func testInstall(t *testing.T, ns string, namespaces []string) {
 	if h := lease.Spec.HolderIdentity; h != nil && *h != "" {
 		t.Errorf("after SIGTERM the Lease is still held by %q", *h)
 	}
-	log := controller.Log()
+	log := s.ControllerLog(leader)
 	drained, released := strings.Index(log, "Workers stopped"), strings.Index(log, "Stopped leading")
 	if drained < 0 || released < 0 || drained > released {
 		t.Errorf("want the workers drained (at %d) before the lease is released (at %d) on SIGTERM", drained, released)
 	}
 
-	// A permission missing from manifests/rbac shows as a forbidden error in
-	// the controller's log (informers that cannot list, events that cannot be
-	// written); none may appear.
-	if strings.Contains(log, "forbidden") {
-		for _, l := range strings.Split(log, "\n") {
-			if strings.Contains(l, "forbidden") {
-				t.Errorf("the controller hit an RBAC denial: %s", l)
-			}
-		}
-	}
+	// A permission missing from the install shows as a forbidden error in
+	// the controller's log (informers that cannot list, events that cannot
+	// be written); none may appear.
+	s.CheckNoRBACDenial(t, pods...)
 }

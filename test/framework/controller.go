@@ -17,8 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
 	"github.com/nats-operator/nats-operator/test/testenv"
 )
 
@@ -116,67 +114,6 @@ func StartController(ctx context.Context, t testing.TB, env *testenv.Env, extraA
 	t.Helper()
 	InstallRBAC(ctx, t, env)
 	return startController(ctx, t, env, extraArgs...)
-}
-
-// StartNamespacedController installs the namespaced form of the install
-// (InstallNamespacedRBAC) and starts the controller for namespaces only.
-func StartNamespacedController(ctx context.Context, t testing.TB, env *testenv.Env, namespaces []string, extraArgs ...string) *Controller {
-	t.Helper()
-	InstallNamespacedRBAC(ctx, t, env, namespaces...)
-	return startController(ctx, t, env, append([]string{"--namespace=" + strings.Join(namespaces, ",")}, extraArgs...)...)
-}
-
-// InstallNamespacedRBAC applies what kubectl kustomize manifests/namespaced
-// renders but the CRDs and the Deployment, with its watched namespace
-// (nats: the Namespace, the Role and the RoleBinding) repeated for each of
-// namespaces, as its README says to do.
-func InstallNamespacedRBAC(ctx context.Context, t testing.TB, env *testenv.Env, namespaces ...string) {
-	t.Helper()
-	objs := Kustomize(t, env, "namespaced")
-	var out []*unstructured.Unstructured
-	for _, o := range objs {
-		switch {
-		case o.GetKind() == "CustomResourceDefinition" || o.GetKind() == "Deployment":
-		case o.GetKind() == "Namespace" && o.GetName() == "nats", o.GetNamespace() == "nats":
-			for _, ns := range namespaces {
-				c := o.DeepCopy()
-				if c.GetKind() == "Namespace" {
-					c.SetName(ns)
-				} else {
-					c.SetNamespace(ns)
-				}
-				out = append(out, c)
-			}
-		default:
-			out = append(out, o)
-		}
-	}
-	if err := ApplyObjects(ctx, env.Config, "nats-system", out...); err != nil {
-		t.Fatalf("installing the namespaced RBAC: %v", err)
-	}
-}
-
-// Kustomize returns the objects kubectl kustomize renders of
-// manifests/<dir> ("" for manifests/ itself).
-func Kustomize(t testing.TB, env *testenv.Env, dir string) []*unstructured.Unstructured {
-	t.Helper()
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := env.Kubectl("kustomize", filepath.Join(root, "manifests", dir)).Output()
-	if err != nil {
-		t.Fatalf("kubectl kustomize manifests/%s: %v", dir, err)
-	}
-	f := filepath.Join(t.TempDir(), "kustomized.yaml")
-	if err := os.WriteFile(f, out, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	objs, err := testenv.ReadManifests(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return objs
 }
 
 func startController(ctx context.Context, t testing.TB, env *testenv.Env, extraArgs ...string) *Controller {
