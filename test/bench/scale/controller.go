@@ -193,8 +193,10 @@ func (c *controller) metricsBody() string {
 	return body
 }
 
-// responseLine is client-go's -v=6 line of one API request's response.
-var responseLine = regexp.MustCompile(`"Response" verb="([A-Z]+)" url="([^"]+)"`)
+// responseLine is client-go's -v=6 line of one API request's response;
+// requests made with a sync's context carry its logger's values
+// (natscluster="ns/name") before verb.
+var responseLine = regexp.MustCompile(`"Response" (?:[a-zA-Z]+="[^"]*" )*verb="([A-Z]+)" url="([^"]+)"`)
 
 // apiCounts counts the API requests in a piece of the controller's log, by
 // verb (a GET of a collection is LIST, with watch=true WATCH), with Lease

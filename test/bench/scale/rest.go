@@ -57,7 +57,7 @@ func (b *bench) atRest(ctx context.Context, ctrl *controller, label string, serv
 	}
 	body := ctrl.metricsBody()
 
-	fmt.Printf("# %s: window %s\n", label, elapsed.Round(time.Second))
+	fmt.Printf("# %s: window %s, %s to %s\n", label, elapsed.Round(time.Second), start.Format("15:04:05"), start.Add(elapsed).Format("15:04:05"))
 	figure(label+"_rss", round(p1.rssMiB, 1), "MiB")
 	figure(label+"_rss_peak_so_far", round(p1.hwmMiB, 1), "MiB")
 	figure(label+"_cpu_seconds_per_60s", round((p1.cpuSeconds-p0.cpuSeconds)*60/elapsed.Seconds(), 2), "s")
