@@ -34,7 +34,7 @@
 //     config by hand).
 //  4. measures the controller at rest with them, as in 2, plus the
 //     monitoring cost: each server's /varz http_req_stats before and after
-//     the window, per path. /varz, /jsz, /routez and /gatewayz are asked by
+//     --monitor-window (120 s, from the start of --window), per path. /varz, /jsz, /routez and /gatewayz are asked by
 //     the controller only (the benchmark's own /varz read after the window
 //     is subtracted); /healthz is also the kubelet's probe path, so the
 //     probes the pod spec runs in the window (readiness every 5 s,

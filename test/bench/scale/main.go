@@ -24,17 +24,18 @@ import (
 )
 
 type options struct {
-	clusters    int
-	objects     int
-	namespaces  int
-	window      time.Duration
-	settle      time.Duration
-	workers     string
-	fromVersion string
-	toVersion   string
-	keep        bool
-	extraArgs   string
-	jetStream   bool
+	clusters      int
+	objects       int
+	namespaces    int
+	window        time.Duration
+	monitorWindow time.Duration
+	settle        time.Duration
+	workers       string
+	fromVersion   string
+	toVersion     string
+	keep          bool
+	extraArgs     string
+	jetStream     bool
 }
 
 func main() {
@@ -43,6 +44,7 @@ func main() {
 	flag.IntVar(&o.objects, "objects", 10000, "Unrelated objects (40% ConfigMaps, 20% Secrets of 50 kB, 40% Pods).")
 	flag.IntVar(&o.namespaces, "namespaces", 10, "Namespaces the NatsClusters are spread over (and the unrelated objects).")
 	flag.DurationVar(&o.window, "window", 60*time.Second, "Measurement window at rest.")
+	flag.DurationVar(&o.monitorWindow, "monitor-window", 120*time.Second, "Window of the monitoring requests at rest (from the start of --window): a cluster at rest is observed every 2 minutes.")
 	flag.DurationVar(&o.settle, "settle", 40*time.Second, "Wait before a window at rest, so that syncs triggered by what came before are over.")
 	flag.StringVar(&o.workers, "workers", "1,4,16", "Worker counts of the version changes, comma separated; empty: none.")
 	flag.StringVar(&o.fromVersion, "from-version", "2.15.2", "nats-server version the clusters are created on.")

@@ -51,11 +51,23 @@ func (b *bench) atRest(ctx context.Context, ctrl *controller, label string, serv
 	}
 	logPart := ctrl.log(off)
 	elapsed := time.Since(start)
+	body := ctrl.metricsBody()
 	var after map[string]map[string]float64
+	monitorElapsed := elapsed
 	if servers {
+		// An observation at rest comes every 2 minutes: a shorter window
+		// would see each server 0 or 1 times.
+		if more := b.o.monitorWindow - time.Since(start); more > 0 {
+			say("%s: measuring monitoring requests %s longer", label, more.Round(time.Second))
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(more):
+			}
+		}
+		monitorElapsed = time.Since(start)
 		after = readStats(srv)
 	}
-	body := ctrl.metricsBody()
 
 	fmt.Printf("# %s: window %s, %s to %s\n", label, elapsed.Round(time.Second), start.Format("15:04:05"), start.Add(elapsed).Format("15:04:05"))
 	figure(label+"_rss", round(p1.rssMiB, 1), "MiB")
@@ -85,7 +97,7 @@ func (b *bench) atRest(ctx context.Context, ctrl *controller, label string, serv
 	fmt.Println("# API requests are counted from the controller's -v=6 log (client-go Response lines); Lease requests (leader election renewals) apart")
 
 	if servers {
-		b.monitoringCost(label, srv, before, after, elapsed)
+		b.monitoringCost(label, srv, before, after, monitorElapsed)
 	}
 	return nil
 }
@@ -187,7 +199,7 @@ func (b *bench) monitoringCost(label string, srv []server, before, after map[str
 		total += byPath[path]
 	}
 	figure(label+"_monitoring_requests_per_server_per_30s", round(total*per30, 2), "requests")
-	fmt.Printf("# monitoring: /varz http_req_stats of %d servers before and after the window; /healthz less the kubelet probes the pod spec runs in it (an estimate per server, exact on average)\n", n)
+	fmt.Printf("# monitoring: /varz http_req_stats of %d servers before and after a window of %s; /healthz less the kubelet probes the pod spec runs in it (an estimate per server, exact on average)\n", n, elapsed.Round(time.Second))
 }
 
 func sortedKeysF(m map[string]float64) []string {
