@@ -56,8 +56,8 @@ func main() {
 	flag.StringVar(&o.healthAddr, "health-addr", ":8081", "Address serving /healthz and /readyz.")
 	flag.StringVar(&o.metricsAddr, "metrics-addr", ":8080", "Address serving /metrics. Empty disables it.")
 	flag.DurationVar(&o.resync, "resync", 10*time.Minute, "Informer resync period.")
-	flag.Float64Var(&o.qps, "kube-api-qps", 20, "Requests per second to the Kubernetes API (client-side limit).")
-	flag.IntVar(&o.burst, "kube-api-burst", 40, "Burst of requests to the Kubernetes API above --kube-api-qps.")
+	flag.Float64Var(&o.qps, "kube-api-qps", 50, "Requests per second to the Kubernetes API (client-side limit; the API server's priority and fairness protects it as well).")
+	flag.IntVar(&o.burst, "kube-api-burst", 100, "Burst of requests to the Kubernetes API above --kube-api-qps.")
 	flag.DurationVar(&o.reloadTimeout, "reload-timeout", controller.DefaultReloadTimeout,
 		"How long a server may take to report the config it was reloaded onto (a kubelet updates a mounted ConfigMap within about a minute) before it is restarted instead.")
 	flag.StringVar(&o.controllerNamespace, "controller-namespace", "", "Namespace the controller runs in: every cluster's NetworkPolicy admits the monitoring port from it. Empty: the pod's namespace (POD_NAMESPACE), else "+controller.DefaultControllerNamespace+".")

@@ -29,10 +29,34 @@ const (
 	// inFlightRequeue: while a rollout moves or waits on its gate, observe
 	// about every second, so a gate that opens is acted on within a second.
 	inFlightRequeue = time.Second
-	// idleRequeue: settled and up to date (or held until the user acts),
-	// observe every 30 s; nothing is written when nothing changed.
-	idleRequeue = 30 * time.Second
+	// heldRequeue: held until the user acts, or not yet settled with no
+	// step to take, observe every 30 s; nothing is written when nothing
+	// changed.
+	heldRequeue = 30 * time.Second
+	// restRequeue: Settled, up to date and holding nothing, observe every
+	// 2 minutes. An observation asks each server 4 monitoring endpoints
+	// (/varz, /jsz, /routez, /healthz), so at rest that is 1 request per
+	// server per 30 s (the scale target of issue 21; every 30 s it was 4).
+	// A server that restarts or fails its readiness probe (every 5 s)
+	// changes its pod, whose event syncs the cluster at once; only a
+	// change the pod does not show (a stream falling behind) is seen up to
+	// 2 minutes late.
+	restRequeue = 2 * time.Minute
 )
+
+// requeueAfter is when a sync that decided d on an observation whose
+// verdict is v looks again, when nothing else makes it sooner: within a
+// second while a rollout moves (d.Soon), restRequeue when the cluster is
+// at rest (Settled, Progressing=False UpToDate, no hold), else heldRequeue.
+func requeueAfter(d rollout.Decision, v observe.Verdict) time.Duration {
+	switch {
+	case d.Soon:
+		return inFlightRequeue
+	case v.Settled() && d.Hold == nil && d.Progressing.Status == metav1.ConditionFalse && d.Progressing.Reason == clusterv1beta1.ReasonUpToDate:
+		return restRequeue
+	}
+	return heldRequeue
+}
 
 // notControlledError reports an object in the way that the controller does
 // not control. It becomes Progressing=False ReconcileFailed (rollout.Blocked
@@ -110,11 +134,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	c.metrics.recordDecision(key, decision, in.Now.Time)
 	c.recordHoldTransition(nc, meta.FindStatusCondition(nc.Status.Conditions, clusterv1beta1.ConditionProgressing),
 		meta.FindStatusCondition(status.Conditions, clusterv1beta1.ConditionProgressing), notify)
-	requeue := idleRequeue
-	if decision.Soon {
-		requeue = inFlightRequeue
-	}
-	return requeue, c.writeStatus(ctx, nc, status)
+	return requeueAfter(decision, snap.Verdict), c.writeStatus(ctx, nc, status)
 }
 
 // decide is a sync's first phase: gather, render, observe, plan. It reads

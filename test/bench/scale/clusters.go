@@ -1,0 +1,282 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
+	"github.com/nats-operator/nats-operator/test/framework"
+)
+
+func natsNamespace(i int) string { return fmt.Sprintf("bench-nats-%d", i) }
+
+func clusterName(i int) string { return fmt.Sprintf("c%03d", i) }
+
+// forEachCluster runs fn for every cluster, 16 at a time.
+func (b *bench) forEachCluster(fn func(ns, name string) error) error {
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+	)
+	sem := make(chan struct{}, 16)
+	for i := range b.o.clusters {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if err := fn(natsNamespace(i%b.o.namespaces), clusterName(i)); err != nil {
+				mu.Lock()
+				if firstErr == nil {
+					firstErr = err
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return firstErr
+}
+
+// createClusters creates the NatsClusters (the example JetStream cluster,
+// 1 server) and times until all are Ready, Settled and up to date.
+func (b *bench) createClusters(ctx context.Context) error {
+	example, err := framework.ExampleObject("natscluster-jetstream.yaml", "NatsCluster")
+	if err != nil {
+		return err
+	}
+	for i := range b.o.namespaces {
+		// As framework.Stack.CreateNamespace: the restricted Pod Security
+		// Standard is enforced.
+		if err := b.createNamespace(ctx, natsNamespace(i), map[string]string{"pod-security.kubernetes.io/enforce": "restricted"}); err != nil {
+			return err
+		}
+	}
+	say("creating %d NatsClusters of 1 server (nats-server %s, JetStream %v) in %d namespaces", b.o.clusters, b.o.fromVersion, b.o.jetStream, b.o.namespaces)
+	fmt.Printf("# NatsClusters: the example of manifests/examples/natscluster-jetstream.yaml with replicas 1; spec.jetstream kept: %v\n", b.o.jetStream)
+	start := time.Now()
+	err = b.forEachCluster(func(ns, name string) error {
+		o := example.DeepCopy()
+		o.SetName(name)
+		_ = unstructured.SetNestedField(o.Object, int64(1), "spec", "replicas")
+		_ = unstructured.SetNestedField(o.Object, b.o.fromVersion, "spec", "version")
+		if !b.o.jetStream {
+			unstructured.RemoveNestedField(o.Object, "spec", "jetstream")
+		}
+		return framework.ApplyObjects(ctx, b.env.Config, ns, o)
+	})
+	if err != nil {
+		return err
+	}
+	created := time.Since(start)
+	res, err := b.waitUpToDate(ctx, start, b.o.fromVersion, 15*time.Minute, nil)
+	if err != nil {
+		return err
+	}
+	figure("create_clusters", b.o.clusters, "clusters")
+	figure("create_apply_seconds", round(created.Seconds(), 1), "s")
+	figure("create_all_ready_settled_seconds", round(res.all.Seconds(), 1), "s")
+	figure("create_first_ready_settled_seconds", round(res.first.Seconds(), 1), "s")
+	return nil
+}
+
+type waitResult struct {
+	// all is until the last cluster, first until the first one.
+	all, first time.Duration
+	// slowest is the longest single cluster's rollout: from the first
+	// sample that saw it Progressing=True to the one that saw it done.
+	slowest time.Duration
+	// maxStart is the longest a cluster waited, from start, before it was
+	// first seen Progressing=True.
+	maxStart time.Duration
+}
+
+// waitUpToDate polls every 500 ms until every cluster is Ready, Settled and
+// Progressing=False UpToDate for its generation on version; sample is
+// called at each poll.
+func (b *bench) waitUpToDate(ctx context.Context, start time.Time, version string, timeout time.Duration, sample func()) (waitResult, error) {
+	var res waitResult
+	progressingAt := map[string]time.Time{}
+	doneAt := map[string]time.Time{}
+	lastReport := time.Now()
+	for {
+		if sample != nil {
+			sample()
+		}
+		list, err := b.nats.ClusterV1beta1().NatsClusters("").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return res, err
+		}
+		now := time.Now()
+		var notDone string
+		for i := range list.Items {
+			nc := &list.Items[i]
+			key := nc.Namespace + "/" + nc.Name
+			if _, ok := doneAt[key]; ok {
+				continue
+			}
+			if _, ok := progressingAt[key]; !ok && meta.IsStatusConditionTrue(nc.Status.Conditions, clusterv1beta1.ConditionProgressing) {
+				progressingAt[key] = now
+			}
+			if err := framework.CheckSettledUpToDate(nc); err != nil || nc.Status.Version != version || nc.Spec.Version != version {
+				if notDone == "" {
+					notDone = fmt.Sprintf("%s: version %s: %v", key, nc.Status.Version, err)
+				}
+				continue
+			}
+			doneAt[key] = now
+			if len(doneAt) == 1 {
+				res.first = now.Sub(start)
+			}
+			from, ok := progressingAt[key]
+			if !ok {
+				from = start
+			}
+			res.slowest = max(res.slowest, now.Sub(from))
+			res.maxStart = max(res.maxStart, from.Sub(start))
+		}
+		if len(doneAt) >= b.o.clusters {
+			res.all = now.Sub(start)
+			return res, nil
+		}
+		if time.Since(lastReport) > 15*time.Second {
+			say("  %d/%d up to date after %s; e.g. %s", len(doneAt), b.o.clusters, time.Since(start).Round(time.Second), notDone)
+			lastReport = time.Now()
+		}
+		if time.Since(start) > timeout {
+			return res, fmt.Errorf("after %s, %d/%d clusters up to date on %s; e.g. %s", timeout, len(doneAt), b.o.clusters, version, notDone)
+		}
+		select {
+		case <-ctx.Done():
+			return res, ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// versionChange restarts the controller with workers, changes every
+// cluster from one version to the next, and times until all are on it.
+func (b *bench) versionChange(ctx context.Context, ctrl *controller, workers int, from, to string) error {
+	say("restarting the controller with --workers %d", workers)
+	ctrl.stop()
+	if err := ctrl.start(ctx, workers); err != nil {
+		return err
+	}
+	// Let the syncs of the start (one per cluster, each writing nothing)
+	// pass before the baseline.
+	time.Sleep(15 * time.Second)
+	before := ctrl.metricsBody()
+	depthMax := 0.0
+	sample := func() {
+		if d, ok := framework.SumMetric(ctrl.metricsBody(), "workqueue_depth", `name="natscluster"`); ok {
+			depthMax = math.Max(depthMax, d)
+		}
+	}
+	say("changing spec.version of %d clusters %s -> %s", b.o.clusters, from, to)
+	start := time.Now()
+	patch := []byte(fmt.Sprintf(`{"spec":{"version":%q}}`, to))
+	err := b.forEachCluster(func(ns, name string) error {
+		_, err := b.nats.ClusterV1beta1().NatsClusters(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	patched := time.Since(start)
+	res, err := b.waitUpToDate(ctx, start, to, 30*time.Minute, sample)
+	if err != nil {
+		return err
+	}
+	after := ctrl.metricsBody()
+	p := fmt.Sprintf("version_change_workers_%d", workers)
+	fmt.Printf("# version change %s -> %s with --workers %d\n", from, to, workers)
+	figure(p+"_patch_seconds", round(patched.Seconds(), 1), "s")
+	figure(p+"_all_up_to_date_seconds", round(res.all.Seconds(), 1), "s")
+	figure(p+"_first_up_to_date_seconds", round(res.first.Seconds(), 1), "s")
+	figure(p+"_slowest_cluster_rollout_seconds", round(res.slowest.Seconds(), 1), "s")
+	figure(p+"_longest_wait_to_progressing_seconds", round(res.maxStart.Seconds(), 1), "s")
+	figure(p+"_workqueue_depth_max", depthMax, "items")
+	for _, h := range []string{"workqueue_queue_duration_seconds", "workqueue_work_duration_seconds"} {
+		hb, ha := histogram(before, h), histogram(after, h)
+		d := ha.minus(hb)
+		short := strings.TrimSuffix(strings.TrimPrefix(h, "workqueue_"), "_seconds")
+		figure(p+"_"+short+"_count", d.count, "items")
+		if d.count > 0 {
+			figure(p+"_"+short+"_mean_seconds", round(d.sum/d.count, 4), "s")
+			figure(p+"_"+short+"_p50_le_seconds", d.quantile(0.5), "s")
+			figure(p+"_"+short+"_p99_le_seconds", d.quantile(0.99), "s")
+		}
+	}
+	for _, m := range []string{"nats_operator_api_writes_total"} {
+		vb, _ := framework.SumMetric(before, m)
+		va, _ := framework.SumMetric(after, m)
+		figure(p+"_controller_counted_api_writes", va-vb, "writes")
+	}
+	return nil
+}
+
+// hist is a Prometheus histogram of name="natscluster": cumulative counts
+// by upper bound.
+type hist struct {
+	buckets map[float64]float64
+	sum     float64
+	count   float64
+}
+
+var leLabel = regexp.MustCompile(`le="([^"]+)"`)
+
+func histogram(body, name string) hist {
+	h := hist{buckets: map[float64]float64{}}
+	for _, line := range strings.Split(body, "\n") {
+		if !strings.HasPrefix(line, name+"_bucket{") || !strings.Contains(line, `name="natscluster"`) {
+			continue
+		}
+		m := leLabel.FindStringSubmatch(line)
+		f := strings.Fields(line)
+		if m == nil || len(f) < 2 {
+			continue
+		}
+		le, err1 := strconv.ParseFloat(m[1], 64)
+		v, err2 := strconv.ParseFloat(f[len(f)-1], 64)
+		if err1 == nil && err2 == nil {
+			h.buckets[le] = v
+		}
+	}
+	h.sum, _ = framework.SumMetric(body, name+"_sum", `name="natscluster"`)
+	h.count, _ = framework.SumMetric(body, name+"_count", `name="natscluster"`)
+	return h
+}
+
+func (h hist) minus(o hist) hist {
+	d := hist{buckets: map[float64]float64{}, sum: h.sum - o.sum, count: h.count - o.count}
+	for le, v := range h.buckets {
+		d.buckets[le] = v - o.buckets[le]
+	}
+	return d
+}
+
+// quantile is the upper bound of the bucket that holds quantile q.
+func (h hist) quantile(q float64) float64 {
+	var les []float64
+	for le := range h.buckets {
+		les = append(les, le)
+	}
+	sort.Float64s(les)
+	for _, le := range les {
+		if h.buckets[le] >= q*h.count {
+			return le
+		}
+	}
+	return math.Inf(1)
+}
