@@ -187,6 +187,8 @@ func TestBadNatsClustersAreRefusedNamingTheField(t *testing.T) {
 		{name: "zero replicas are refused", edits: []edit{set("spec.replicas", int64(0))}, field: "spec.replicas", reason: metav1.StatusReasonInvalid},
 		{name: "negative replicas are refused", edits: []edit{set("spec.replicas", int64(-1))}, field: "spec.replicas", reason: metav1.StatusReasonInvalid},
 		{name: "missing replicas are refused", edits: []edit{remove("spec.replicas")}, field: "spec.replicas", reason: metav1.StatusReasonInvalid},
+		{name: "one server with JetStream is refused", edits: []edit{set("spec.replicas", int64(1))}, field: "spec.replicas", reason: metav1.StatusReasonInvalid},
+		{name: "scaling a JetStream cluster down to one server is refused", update: true, edits: []edit{set("spec.replicas", int64(1))}, field: "spec.replicas", reason: metav1.StatusReasonInvalid},
 		{name: "a malformed image digest is refused", edits: []edit{set("spec.image.digest", "sha256:xyz")}, field: "spec.image.digest", reason: metav1.StatusReasonInvalid},
 		{name: "an image digest in upper case hex is refused", edits: []edit{set("spec.image.digest", "sha256:"+strings.Repeat("AB", 32))}, field: "spec.image.digest", reason: metav1.StatusReasonInvalid},
 		{name: "the Memory resolver is refused", edits: []edit{set("spec.auth.resolver", "Memory")}, field: "spec.auth.resolver", reason: metav1.StatusReasonInvalid},

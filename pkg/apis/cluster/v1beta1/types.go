@@ -38,6 +38,7 @@ type NatsCluster struct {
 }
 
 // NatsClusterSpec is the desired NATS cluster.
+// +kubebuilder:validation:XValidation:rule="!has(self.jetstream) || self.replicas >= 2",message="JetStream needs at least 2 servers: a single server given the cluster block (its routes naming only itself) waits for JetStream meta peers forever and never becomes ready (measured with nats-server 2.15.2); use replicas 3",fieldPath=".replicas"
 // +kubebuilder:validation:XValidation:rule="!has(self.resources) || (!has(self.resources.limits) && !has(self.resources.requests)) || !has(self.podTemplate) || !has(self.podTemplate.spec) || !has(self.podTemplate.spec.containers) || self.podTemplate.spec.containers.all(c, c.name != 'nats' || !has(c.resources))",message="the nats container's resources are set either in spec.resources or in spec.podTemplate.spec.containers[name=nats].resources, not both",fieldPath=".podTemplate.spec.containers"
 type NatsClusterSpec struct {
 	// version is the nats-server version every server runs, a semantic
