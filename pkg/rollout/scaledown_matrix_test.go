@@ -500,7 +500,15 @@ func createAssetsOn(t *testing.T, s *natsServer, on string) scaleDownAssets {
 				t.Fatalf("creating consumer of %s: %v", a.name, err)
 			}
 			for n := range scaleDownMsgs {
-				if _, err := js.Publish(a.subject, fmt.Appendf(nil, "m-%d", n+1)); err != nil {
+				// Just after a scale to R1 the stream can take a moment to
+				// answer (CI saw one publish time out): a publish is
+				// retried, with a message ID so a retry of a message that
+				// was stored after all is not stored twice.
+				id := fmt.Sprintf("%s-%d", a.name, n+1)
+				if !pollUntil(30*time.Second, func() bool {
+					_, err = js.Publish(a.subject, fmt.Appendf(nil, "m-%d", n+1), nats.MsgId(id))
+					return err == nil
+				}) {
 					t.Fatalf("publishing to %s: %v", a.name, err)
 				}
 				a.acked++
