@@ -150,8 +150,7 @@ func startController(ctx context.Context, env *testenv.Env, root, work string) (
 	if err := build.Run(); err != nil {
 		return nil, fmt.Errorf("building the controller: %w", err)
 	}
-	if err := framework.Apply(ctx, env.Config, "nats-system",
-		filepath.Join(root, "manifests", "controller", "namespace.yaml"), filepath.Join(root, "manifests", "rbac")); err != nil {
+	if err := framework.ApplyRBAC(ctx, env); err != nil {
 		return nil, err
 	}
 	cfg, err := env.ServiceAccountConfig(ctx, "nats-system", "nats-operator")

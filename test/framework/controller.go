@@ -92,19 +92,24 @@ type Controller struct {
 	cmd *exec.Cmd
 }
 
-// InstallRBAC applies manifests/controller/namespace.yaml and manifests/rbac as an
-// administrator.
+// InstallRBAC applies manifests/controller/namespace.yaml and
+// manifests/rbac as an administrator.
 func InstallRBAC(ctx context.Context, t testing.TB, env *testenv.Env) {
 	t.Helper()
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := Apply(ctx, env.Config, "nats-system",
-		filepath.Join(root, "manifests", "controller", "namespace.yaml"),
-		filepath.Join(root, "manifests", "rbac")); err != nil {
+	if err := ApplyRBAC(ctx, env); err != nil {
 		t.Fatalf("installing RBAC: %v", err)
 	}
+}
+
+// ApplyRBAC is InstallRBAC outside a test (the demo, the scale benchmark).
+func ApplyRBAC(ctx context.Context, env *testenv.Env) error {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		return err
+	}
+	return Apply(ctx, env.Config, "nats-system",
+		filepath.Join(root, "manifests", "controller", "namespace.yaml"),
+		filepath.Join(root, "manifests", "rbac"))
 }
 
 // StartController installs the RBAC manifests and starts the controller as

@@ -37,8 +37,7 @@ func newController(ctx context.Context, env *testenv.Env, root, work string, o o
 	if err := build.Run(); err != nil {
 		return nil, fmt.Errorf("building the controller: %w", err)
 	}
-	if err := framework.Apply(ctx, env.Config, "nats-system",
-		filepath.Join(root, "manifests", "namespace.yaml"), filepath.Join(root, "manifests", "rbac")); err != nil {
+	if err := framework.ApplyRBAC(ctx, env); err != nil {
 		return nil, err
 	}
 	cfg, err := env.ServiceAccountConfig(ctx, "nats-system", "nats-operator")
