@@ -30,6 +30,7 @@ import (
 
 type options struct {
 	reloadTimeout       time.Duration
+	restRequeue         time.Duration
 	kubeconfig          string
 	namespace           string
 	workers             int
@@ -64,6 +65,8 @@ func main() {
 	flag.DurationVar(&o.resync, "resync", 10*time.Minute, "Informer resync period.")
 	flag.Float64Var(&o.qps, "kube-api-qps", 50, "Requests per second to the Kubernetes API (client-side limit; the API server's priority and fairness protects it as well).")
 	flag.IntVar(&o.burst, "kube-api-burst", 100, "Burst of requests to the Kubernetes API above --kube-api-qps.")
+	flag.DurationVar(&o.restRequeue, "rest-requeue", controller.DefaultRestRequeue,
+		"How often a cluster at rest (Settled, up to date, holding nothing) is observed when no pod or object event syncs it; each observation asks every server 4 monitoring endpoints. A lag no pod shows (a stream falling behind) is seen up to this late.")
 	flag.DurationVar(&o.reloadTimeout, "reload-timeout", controller.DefaultReloadTimeout,
 		"How long a server may take to report the config it was reloaded onto (a kubelet updates a mounted ConfigMap within about a minute) before it is restarted instead.")
 	flag.StringVar(&o.controllerNamespace, "controller-namespace", "", "Namespace the controller runs in: every cluster's NetworkPolicy admits the monitoring port from it. Empty: the pod's namespace (POD_NAMESPACE), else "+controller.DefaultControllerNamespace+".")
@@ -121,6 +124,7 @@ func run(ctx context.Context, o options) error {
 	ctrl := controller.New(ctx, kubeClient, natsClient, inf.Informers, metrics)
 	ctrl.SetControllerNamespace(o.controllerNamespace)
 	ctrl.SetReloadTimeout(o.reloadTimeout)
+	ctrl.SetRestRequeue(o.restRequeue)
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return err

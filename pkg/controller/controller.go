@@ -117,6 +117,9 @@ type Controller struct {
 	// reloadTimeout is how long a reload may go unconfirmed before it
 	// becomes a restart (SetReloadTimeout).
 	reloadTimeout time.Duration
+	// restRequeue is how often a cluster at rest is observed when nothing
+	// else syncs it (DefaultRestRequeue; --rest-requeue).
+	restRequeue time.Duration
 	// controllerNamespace is where the controller runs
 	// (SetControllerNamespace): NetworkPolicies admit monitoring from it.
 	controllerNamespace string
@@ -155,6 +158,7 @@ func New(ctx context.Context, kubeClient kubernetes.Interface, natsClient versio
 		networkPolicies: inf.NetworkPolicies.Lister(),
 		ownWrites:       newOwnWrites(),
 		reloadTimeout:   DefaultReloadTimeout,
+		restRequeue:     DefaultRestRequeue,
 		synced: []cache.InformerSynced{
 			inf.Clusters.Informer().HasSynced, inf.OperatorTrusts.Informer().HasSynced,
 			inf.AccountTrusts.Informer().HasSynced, inf.StatefulSets.Informer().HasSynced,

@@ -22,7 +22,7 @@ func TestRequeueAfter(t *testing.T) {
 		want time.Duration
 	}{
 		{"a settled, up-to-date cluster holding nothing is at rest: every 2 minutes",
-			rollout.Decision{Progressing: upToDate}, settled, restRequeue},
+			rollout.Decision{Progressing: upToDate}, settled, DefaultRestRequeue},
 		{"an up-to-date cluster that is not settled is looked at every 30 s",
 			rollout.Decision{Progressing: upToDate}, silent, heldRequeue},
 		{"a held cluster is looked at every 30 s, settled or not",
@@ -33,7 +33,7 @@ func TestRequeueAfter(t *testing.T) {
 			rollout.Decision{Progressing: metav1.Condition{Status: metav1.ConditionTrue, Reason: clusterv1beta1.ReasonRollingRestart}, Soon: true}, settled, inFlightRequeue},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := requeueAfter(tc.d, tc.v); got != tc.want {
+			if got := requeueAfter(tc.d, tc.v, DefaultRestRequeue); got != tc.want {
 				t.Errorf("requeueAfter = %s, want %s", got, tc.want)
 			}
 		})

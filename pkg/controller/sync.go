@@ -33,27 +33,31 @@ const (
 	// step to take, observe every 30 s; nothing is written when nothing
 	// changed.
 	heldRequeue = 30 * time.Second
-	// restRequeue: Settled, up to date and holding nothing, observe every
+	// DefaultRestRequeue: Settled, up to date and holding nothing, observe every
 	// 2 minutes. An observation asks each server 4 monitoring endpoints
 	// (/varz, /jsz, /routez, /healthz), so at rest that is 1 request per
 	// server per 30 s (the scale target of issue 21; every 30 s it was 4).
 	// A server that restarts or fails its readiness probe (every 5 s)
 	// changes its pod, whose event syncs the cluster at once; only a
 	// change the pod does not show (a stream falling behind) is seen up to
-	// 2 minutes late.
-	restRequeue = 2 * time.Minute
+	// 2 minutes late. --rest-requeue changes it (SetRestRequeue).
+	DefaultRestRequeue = 2 * time.Minute
 )
+
+// SetRestRequeue sets how often a cluster at rest (Settled, up to date,
+// holding nothing) is observed when no event syncs it; before Run.
+func (c *Controller) SetRestRequeue(d time.Duration) { c.restRequeue = d }
 
 // requeueAfter is when a sync that decided d on an observation whose
 // verdict is v looks again, when nothing else makes it sooner: within a
-// second while a rollout moves (d.Soon), restRequeue when the cluster is
-// at rest (Settled, Progressing=False UpToDate, no hold), else heldRequeue.
-func requeueAfter(d rollout.Decision, v observe.Verdict) time.Duration {
+// second while a rollout moves (d.Soon), rest when the cluster is at rest
+// (Settled, Progressing=False UpToDate, no hold), else heldRequeue.
+func requeueAfter(d rollout.Decision, v observe.Verdict, rest time.Duration) time.Duration {
 	switch {
 	case d.Soon:
 		return inFlightRequeue
 	case v.Settled() && d.Hold == nil && d.Progressing.Status == metav1.ConditionFalse && d.Progressing.Reason == clusterv1beta1.ReasonUpToDate:
-		return restRequeue
+		return rest
 	}
 	return heldRequeue
 }
@@ -134,7 +138,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	c.metrics.recordDecision(key, decision, in.Now.Time)
 	c.recordHoldTransition(nc, meta.FindStatusCondition(nc.Status.Conditions, clusterv1beta1.ConditionProgressing),
 		meta.FindStatusCondition(status.Conditions, clusterv1beta1.ConditionProgressing), notify)
-	return requeueAfter(decision, snap.Verdict), c.writeStatus(ctx, nc, status)
+	return requeueAfter(decision, snap.Verdict, c.restRequeue), c.writeStatus(ctx, nc, status)
 }
 
 // decide is a sync's first phase: gather, render, observe, plan. It reads

@@ -48,70 +48,71 @@ func foreignAccountJWT(t *testing.T) (string, string) {
 // fixing them moves the change on to AuthChangeBlocked; there, with no
 // streams, plain restart-all completes it.
 func TestBadAuthReferencesHoldAndPlainRestartAllCompletes(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	s := framework.StartStack(ctx, t)
+	s := framework.Shared(ctx, t, nsAuthRefs)
 	settledCluster(ctx, t, s, "")
 	trusts := s.Nats.TrustV1beta1()
 
 	// The NatsCluster with auth, but none of what it references yet.
-	s.ApplyExampleFiltered(ctx, t, "nats", "natscluster-auth.yaml", onlyKinds("NatsCluster"))
-	nc := waitProgressing(ctx, t, s, "nats", metav1.ConditionFalse, clusterv1beta1.ReasonTrustNotFound, 10*time.Second)
+	s.ApplyExampleFiltered(ctx, t, s.NS, "natscluster-auth.yaml", onlyKinds("NatsCluster"))
+	nc := waitProgressing(ctx, t, s, s.NS, metav1.ConditionFalse, clusterv1beta1.ReasonTrustNotFound, 10*time.Second)
 	t.Logf("missing NatsOperatorTrust: %s", progressingMessage(nc))
-	holdsStill(ctx, t, s, "nats", clusterv1beta1.ReasonTrustNotFound, 5*time.Second)
+	holdsStill(ctx, t, s, s.NS, clusterv1beta1.ReasonTrustNotFound, 5*time.Second)
 
 	// Everything else in place, but the NATS operator JWT does not decode.
-	s.ApplyExampleFiltered(ctx, t, "nats", "natscluster-auth.yaml", onlyKinds("NatsAccountTrust", "Secret"))
+	s.ApplyExampleFiltered(ctx, t, s.NS, "natscluster-auth.yaml", onlyKinds("NatsAccountTrust", "Secret"))
 	good, err := framework.ExampleObject("natscluster-auth.yaml", "NatsOperatorTrust")
 	if err != nil {
 		t.Fatal(err)
 	}
 	bad := good.DeepCopy()
 	_ = unstructured.SetNestedField(bad.Object, "not-a-jwt", "spec", "operatorJWT")
-	s.ApplyObjects(ctx, t, "nats", bad)
-	nc = waitProgressing(ctx, t, s, "nats", metav1.ConditionFalse, clusterv1beta1.ReasonTrustInvalid, 10*time.Second)
+	s.ApplyObjects(ctx, t, s.NS, bad)
+	nc = waitProgressing(ctx, t, s, s.NS, metav1.ConditionFalse, clusterv1beta1.ReasonTrustInvalid, 10*time.Second)
 	t.Logf("undecodable NATS operator JWT: %s", progressingMessage(nc))
-	holdsStill(ctx, t, s, "nats", clusterv1beta1.ReasonTrustInvalid, 5*time.Second)
+	holdsStill(ctx, t, s, s.NS, clusterv1beta1.ReasonTrustInvalid, 5*time.Second)
 
 	// A good trust, but the credentials Secret is missing.
-	s.ApplyObjects(ctx, t, "nats", good)
-	if err := s.Kube.CoreV1().Secrets("nats").Delete(ctx, "demo-system-creds", metav1.DeleteOptions{}); err != nil {
+	s.ApplyObjects(ctx, t, s.NS, good)
+	if err := s.Kube.CoreV1().Secrets(s.NS).Delete(ctx, "demo-system-creds", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	nc = waitProgressing(ctx, t, s, "nats", metav1.ConditionFalse, clusterv1beta1.ReasonCredentialsNotFound, 10*time.Second)
+	nc = waitProgressing(ctx, t, s, s.NS, metav1.ConditionFalse, clusterv1beta1.ReasonCredentialsNotFound, 10*time.Second)
 	t.Logf("missing credentials Secret: %s", progressingMessage(nc))
-	holdsStill(ctx, t, s, "nats", clusterv1beta1.ReasonCredentialsNotFound, 5*time.Second)
+	holdsStill(ctx, t, s, s.NS, clusterv1beta1.ReasonCredentialsNotFound, 5*time.Second)
 
 	// The Secret back, but the account trust is issued by another NATS operator.
-	s.ApplyExampleFiltered(ctx, t, "nats", "natscluster-auth.yaml", onlyKinds("Secret"))
-	at, err := trusts.NatsAccountTrusts("nats").Get(ctx, "demo-app", metav1.GetOptions{})
+	s.ApplyExampleFiltered(ctx, t, s.NS, "natscluster-auth.yaml", onlyKinds("Secret"))
+	at, err := trusts.NatsAccountTrusts(s.NS).Get(ctx, "demo-app", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	goodSpec := at.Spec
 	pub, tok := foreignAccountJWT(t)
 	at.Spec = trustv1beta1.NatsAccountTrustSpec{PublicKey: pub, JWT: tok}
-	if _, err := trusts.NatsAccountTrusts("nats").Update(ctx, at, metav1.UpdateOptions{}); err != nil {
+	if _, err := trusts.NatsAccountTrusts(s.NS).Update(ctx, at, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	nc = waitProgressing(ctx, t, s, "nats", metav1.ConditionFalse, clusterv1beta1.ReasonAccountTrustInvalid, 10*time.Second)
+	nc = waitProgressing(ctx, t, s, s.NS, metav1.ConditionFalse, clusterv1beta1.ReasonAccountTrustInvalid, 10*time.Second)
 	t.Logf("account trust issued by another NATS operator: %s", progressingMessage(nc))
-	holdsStill(ctx, t, s, "nats", clusterv1beta1.ReasonAccountTrustInvalid, 5*time.Second)
+	holdsStill(ctx, t, s, s.NS, clusterv1beta1.ReasonAccountTrustInvalid, 5*time.Second)
 
 	// Fixed: the change proceeds to the AuthChangeBlocked hold.
-	at, _ = trusts.NatsAccountTrusts("nats").Get(ctx, "demo-app", metav1.GetOptions{})
+	at, _ = trusts.NatsAccountTrusts(s.NS).Get(ctx, "demo-app", metav1.GetOptions{})
 	at.Spec = goodSpec
-	if _, err := trusts.NatsAccountTrusts("nats").Update(ctx, at, metav1.UpdateOptions{}); err != nil {
+	if _, err := trusts.NatsAccountTrusts(s.NS).Update(ctx, at, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	nc = waitProgressing(ctx, t, s, "nats", metav1.ConditionFalse, clusterv1beta1.ReasonAuthChangeBlocked, 10*time.Second)
+	nc = waitProgressing(ctx, t, s, s.NS, metav1.ConditionFalse, clusterv1beta1.ReasonAuthChangeBlocked, 10*time.Second)
 	t.Logf("references fixed: %s", progressingMessage(nc))
 
 	// No streams: plain restart-all is enough.
-	before := objectVersions(ctx, t, s, "nats")
+	before := objectVersions(ctx, t, s, s.NS)
 	patchCluster(ctx, t, s, fmt.Sprintf(`{"metadata":{"annotations":{%q:""}}}`, clusterv1beta1.AnnotationRestartAll))
-	nc = s.WaitSettledUpToDate(ctx, t, "nats", "demo", 5*time.Minute)
-	after := objectVersions(ctx, t, s, "nats")
+	nc = s.WaitSettledUpToDate(ctx, t, s.NS, "demo", 5*time.Minute)
+	after := objectVersions(ctx, t, s, s.NS)
 	for _, p := range []string{"pod/demo-0-0", "pod/demo-1-0", "pod/demo-2-0"} {
 		if before[p] == after[p] {
 			t.Errorf("%s was not restarted", p)

@@ -166,11 +166,12 @@ func findStreamDirs(root, stream string) []string {
 // losing a message; removing auth is held the same way. No secret reaches
 // the log, the Events or the status.
 func TestAddingAuthToARunningCluster(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
-	s := framework.StartStack(ctx, t)
+	s := framework.Shared(ctx, t, nsAddAuth)
 	nc := settledCluster(ctx, t, s, "")
-	urls := s.PodURLs(ctx, t, "nats", "demo")
+	urls := s.PodURLs(ctx, t, s.NS, "demo")
 	conn := framework.Connect(t, urls)
 	js, _ := jetstream.New(conn)
 	publishN(ctx, t, js, "ORDERS", 3, 1000)
@@ -179,21 +180,21 @@ func TestAddingAuthToARunningCluster(t *testing.T) {
 
 	// 1. Apply the same cluster with auth.
 	applied := time.Now()
-	s.ApplyExample(ctx, t, "nats", "natscluster-auth.yaml", nil)
-	nc = waitProgressing(ctx, t, s, "nats", metav1.ConditionFalse, clusterv1beta1.ReasonAuthChangeBlocked, 10*time.Second)
+	s.ApplyExample(ctx, t, s.NS, "natscluster-auth.yaml", nil)
+	nc = waitProgressing(ctx, t, s, s.NS, metav1.ConditionFalse, clusterv1beta1.ReasonAuthChangeBlocked, 10*time.Second)
 	msg := progressingMessage(nc)
 	t.Logf("after %s: Progressing=False AuthChangeBlocked: %s", time.Since(applied).Round(time.Millisecond), msg)
 	requireContains(t, "message", msg, clusterv1beta1.AnnotationRestartAll, "ORDERS", clusterv1beta1.RestartAllResetJetStream)
 	if got, want := nc.Status.Rollout.Pending, []string{"demo-2", "demo-1", "demo-0"}; !slices.Equal(got, want) {
 		t.Errorf("status.rollout.pending %v, want %v", got, want)
 	}
-	holdsStill(ctx, t, s, "nats", clusterv1beta1.ReasonAuthChangeBlocked, 60*time.Second)
+	holdsStill(ctx, t, s, s.NS, clusterv1beta1.ReasonAuthChangeBlocked, 60*time.Second)
 
 	// 2. Plain restart-all is not enough while streams would be left behind.
 	patchCluster(ctx, t, s, fmt.Sprintf(`{"metadata":{"annotations":{%q:""}}}`, clusterv1beta1.AnnotationRestartAll))
 	poll.Eventually(t, 10*time.Second, 100*time.Millisecond, "the hold to say reset-jetstream is needed", func() error {
 		var err error
-		if nc, err = s.Cluster(ctx, "nats", "demo"); err != nil {
+		if nc, err = s.Cluster(ctx, s.NS, "demo"); err != nil {
 			return err
 		}
 		if m := progressingMessage(nc); !strings.Contains(m, "without "+clusterv1beta1.RestartAllResetJetStream+" is not acted on") {
@@ -203,22 +204,22 @@ func TestAddingAuthToARunningCluster(t *testing.T) {
 	})
 	t.Logf("plain restart-all: %s", progressingMessage(nc))
 	requireContains(t, "message", progressingMessage(nc), "JetStream will start empty because the system account changes")
-	holdsStill(ctx, t, s, "nats", clusterv1beta1.ReasonAuthChangeBlocked, 10*time.Second)
+	holdsStill(ctx, t, s, s.NS, clusterv1beta1.ReasonAuthChangeBlocked, 10*time.Second)
 
 	// 3. restart-all=reset-jetstream: every server restarts together.
-	creds := s.CredsFile(ctx, t, "nats", "demo-app-creds")
+	creds := s.CredsFile(ctx, t, s.NS, "demo-app-creds")
 	prober := framework.StartAcceptProber(ctx, urls, creds, 50*time.Millisecond)
-	before := objectVersions(ctx, t, s, "nats")
+	before := objectVersions(ctx, t, s, s.NS)
 	patchCluster(ctx, t, s, fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, clusterv1beta1.AnnotationRestartAll, clusterv1beta1.RestartAllResetJetStream))
 	start := time.Now()
-	nc = s.WaitSettledUpToDate(ctx, t, "nats", "demo", 5*time.Minute)
+	nc = s.WaitSettledUpToDate(ctx, t, s.NS, "demo", 5*time.Minute)
 	outage, failed := prober.Stop()
 	t.Logf("restart-all=reset-jetstream: Ready, Settled and UpToDate after %s; no server accepted a client for %s (%d failed probes)",
 		time.Since(start).Round(time.Millisecond), outage.Round(time.Millisecond), failed)
 	if _, ok := nc.Annotations[clusterv1beta1.AnnotationRestartAll]; ok {
 		t.Errorf("restart-all annotation still set")
 	}
-	after := objectVersions(ctx, t, s, "nats")
+	after := objectVersions(ctx, t, s, s.NS)
 	for _, p := range []string{"pod/demo-0-0", "pod/demo-1-0", "pod/demo-2-0"} {
 		if before[p] == after[p] {
 			t.Errorf("%s was not restarted", p)
@@ -230,14 +231,14 @@ func TestAddingAuthToARunningCluster(t *testing.T) {
 			t.Errorf("server %+v does not report its revision %s", srv, revs[srv.Name])
 		}
 	}
-	events, err := s.Kube.CoreV1().Events("nats").List(ctx, metav1.ListOptions{FieldSelector: "reason=" + clusterv1beta1.EventJetStreamReset})
+	events, err := s.Kube.CoreV1().Events(s.NS).List(ctx, metav1.ListOptions{FieldSelector: "reason=" + clusterv1beta1.EventJetStreamReset})
 	if err != nil || len(events.Items) == 0 {
 		t.Fatalf("no JetStreamReset Event: %v", err)
 	}
 	t.Logf("Event JetStreamReset: %s", events.Items[0].Message)
 	requireContains(t, "JetStreamReset event", events.Items[0].Message, "ORDERS")
 	for i := range 3 {
-		dir := s.Node.ClaimPath("nats", fmt.Sprintf("data-demo-%d-0", i))
+		dir := s.Node.ClaimPath(s.NS, fmt.Sprintf("data-demo-%d-0", i))
 		if found := findStreamDirs(dir, "ORDERS"); len(found) == 0 {
 			t.Errorf("stream ORDERS is gone from the volume of demo-%d (%s)", i, dir)
 		} else {
@@ -250,7 +251,7 @@ func TestAddingAuthToARunningCluster(t *testing.T) {
 	t.Log("a user of the preloaded account created stream APP and published 100 messages")
 
 	// 7. With auth in place a version change rolls one server at a time.
-	tr, err := s.StartTracker(ctx, "nats", "demo", servers, 100*time.Millisecond)
+	tr, err := s.StartTracker(ctx, s.NS, "demo", servers, 100*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,9 +260,9 @@ func TestAddingAuthToARunningCluster(t *testing.T) {
 	pub := framework.StartPublisher(ctx, appJS, "ORDERS.new")
 	time.Sleep(2 * time.Second)
 	patchCluster(ctx, t, s, `{"spec":{"version":"2.15.1"}}`)
-	s.WaitSettledUpToDate(ctx, t, "nats", "demo", 10*time.Minute)
+	s.WaitSettledUpToDate(ctx, t, s.NS, "demo", 10*time.Minute)
 	poll.Eventually(t, time.Minute, 250*time.Millisecond, "every server on 2.15.1", func() error {
-		got, err := s.Cluster(ctx, "nats", "demo")
+		got, err := s.Cluster(ctx, s.NS, "demo")
 		if err != nil {
 			return err
 		}
@@ -280,12 +281,12 @@ func TestAddingAuthToARunningCluster(t *testing.T) {
 
 	// 5. Removing auth, with streams in the application account, is held.
 	patchCluster(ctx, t, s, `{"spec":{"auth":null}}`)
-	nc = waitProgressing(ctx, t, s, "nats", metav1.ConditionFalse, clusterv1beta1.ReasonAuthChangeBlocked, 10*time.Second)
+	nc = waitProgressing(ctx, t, s, s.NS, metav1.ConditionFalse, clusterv1beta1.ReasonAuthChangeBlocked, 10*time.Second)
 	t.Logf("removing auth: %s", progressingMessage(nc))
 	requireContains(t, "message", progressingMessage(nc), "removing auth", "APP", clusterv1beta1.RestartAllResetJetStream)
-	holdsStill(ctx, t, s, "nats", clusterv1beta1.ReasonAuthChangeBlocked, 10*time.Second)
+	holdsStill(ctx, t, s, s.NS, clusterv1beta1.ReasonAuthChangeBlocked, 10*time.Second)
 	patchCluster(ctx, t, s, fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, clusterv1beta1.AnnotationRestartAll, clusterv1beta1.RestartAllResetJetStream))
-	s.WaitSettledUpToDate(ctx, t, "nats", "demo", 5*time.Minute)
+	s.WaitSettledUpToDate(ctx, t, s.NS, "demo", 5*time.Minute)
 	plain := framework.Connect(t, urls)
 	plain.Close()
 	t.Log("auth removed with restart-all=reset-jetstream; clients connect without credentials again")
@@ -293,16 +294,16 @@ func TestAddingAuthToARunningCluster(t *testing.T) {
 	// 8. No secret material in the controller's log, the Events or the status.
 	var secrets []string
 	for _, name := range []string{"demo-system-creds", "demo-app-creds"} {
-		sec, err := s.Kube.CoreV1().Secrets("nats").Get(ctx, name, metav1.GetOptions{})
+		sec, err := s.Kube.CoreV1().Secrets(s.NS).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		secrets = append(secrets, framework.SecretStrings(sec.Data["user.creds"])...)
 	}
 	secrets = append(secrets, "-----BEGIN NATS USER JWT-----", "USER NKEY SEED")
-	all, _ := s.Kube.CoreV1().Events("nats").List(ctx, metav1.ListOptions{})
+	all, _ := s.Kube.CoreV1().Events(s.NS).List(ctx, metav1.ListOptions{})
 	evb, _ := json.Marshal(all)
-	final, _ := s.Cluster(ctx, "nats", "demo")
+	final, _ := s.Cluster(ctx, s.NS, "demo")
 	stb, _ := json.Marshal(final.Status)
 	logb, _ := os.ReadFile(s.Controller.LogPath)
 	for what, text := range map[string]string{"controller log": string(logb), "events": string(evb), "status": string(stb)} {

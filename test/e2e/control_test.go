@@ -3,12 +3,10 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
@@ -46,11 +44,12 @@ func checkRestartedOnce(t *testing.T, tr *framework.Tracker) {
 // Progressing reads RolloutPaused; force-step pushes the next server through
 // and the annotation is removed.
 func TestPauseAndForceStep(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	s := framework.StartStack(ctx, t)
+	s := framework.Shared(ctx, t, nsPause)
 	settledCluster(ctx, t, s, "2.15.1")
-	tr, err := s.StartTracker(ctx, "nats", "demo", servers, 200*time.Millisecond)
+	tr, err := s.StartTracker(ctx, s.NS, "demo", servers, 200*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +61,7 @@ func TestPauseAndForceStep(t *testing.T) {
 	t.Logf("paused right after the first step (%s)", first.Pod)
 
 	poll.Eventually(t, time.Minute, 250*time.Millisecond, "Progressing RolloutPaused", func() error {
-		nc, err := s.Cluster(ctx, "nats", "demo")
+		nc, err := s.Cluster(ctx, s.NS, "demo")
 		if err != nil {
 			return err
 		}
@@ -73,7 +72,7 @@ func TestPauseAndForceStep(t *testing.T) {
 		if d := tr.Deletions(); len(d) > 1 {
 			t.Fatalf("a step was taken while paused: %+v", d[1])
 		}
-		nc, err := s.Cluster(ctx, "nats", "demo")
+		nc, err := s.Cluster(ctx, s.NS, "demo")
 		if err == nil {
 			if err := framework.CheckCondition(nc, clusterv1beta1.ConditionProgressing, metav1.ConditionTrue, clusterv1beta1.ReasonRolloutPaused); err != nil {
 				t.Fatalf("while paused: %v", err)
@@ -81,7 +80,7 @@ func TestPauseAndForceStep(t *testing.T) {
 		}
 		time.Sleep(time.Second)
 	}
-	nc, _ := s.Cluster(ctx, "nats", "demo")
+	nc, _ := s.Cluster(ctx, s.NS, "demo")
 	t.Logf("60 s paused, no step; Progressing: %s", framework.Conditions(nc))
 	if nc.Status.Rollout == nil || len(nc.Status.Rollout.Pending) == 0 {
 		t.Fatalf("status.rollout while paused: %+v", nc.Status.Rollout)
@@ -100,7 +99,7 @@ func TestPauseAndForceStep(t *testing.T) {
 		t.Errorf("force-step %s restarted %s", next, got)
 	}
 	poll.Eventually(t, 30*time.Second, 250*time.Millisecond, "the force-step annotation to be removed", func() error {
-		nc, err := s.Cluster(ctx, "nats", "demo")
+		nc, err := s.Cluster(ctx, s.NS, "demo")
 		if err != nil {
 			return err
 		}
@@ -115,7 +114,7 @@ func TestPauseAndForceStep(t *testing.T) {
 	}
 
 	patchCluster(ctx, t, s, `{"spec":{"rollout":{"paused":false}}}`)
-	s.WaitSettledUpToDate(ctx, t, "nats", "demo", 5*time.Minute)
+	s.WaitSettledUpToDate(ctx, t, s.NS, "demo", 5*time.Minute)
 	tr.Stop()
 	checkRestartedOnce(t, tr)
 }
@@ -124,12 +123,13 @@ func TestPauseAndForceStep(t *testing.T) {
 // after a step's write, completes the rollout when restarted, and every
 // server is restarted exactly once.
 func TestControllerCrashMidRollout(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	s := framework.StartStack(ctx, t)
+	s := framework.OwnController(ctx, t, "crash")
 	nc := settledCluster(ctx, t, s, "2.15.1")
 	order := expectedOrder(nc.Status.JetStream.MetaLeader)
-	tr, err := s.StartTracker(ctx, "nats", "demo", servers, 200*time.Millisecond)
+	tr, err := s.StartTracker(ctx, s.NS, "demo", servers, 200*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func TestControllerCrashMidRollout(t *testing.T) {
 	// The watch starts at the resourceVersion of a list made now, so it sees
 	// every later write however long it takes to open (and reopens after an
 	// expiry).
-	sets := s.Kube.AppsV1().StatefulSets("nats")
+	sets := s.Kube.AppsV1().StatefulSets(s.NS)
 	byName := "metadata.name=" + order[1]
 	list, err := sets.List(ctx, metav1.ListOptions{FieldSelector: byName})
 	if err != nil {
@@ -187,7 +187,7 @@ func TestControllerCrashMidRollout(t *testing.T) {
 	time.Sleep(3 * time.Second)
 	s.Controller.Start()
 
-	s.WaitSettledUpToDate(ctx, t, "nats", "demo", 5*time.Minute)
+	s.WaitSettledUpToDate(ctx, t, s.NS, "demo", 5*time.Minute)
 	waitVersion(ctx, t, s, "2.15.2")
 	time.Sleep(3 * time.Second)
 	tr.Stop()
@@ -196,47 +196,5 @@ func TestControllerCrashMidRollout(t *testing.T) {
 	t.Logf("restart order %v (want %v)", got, order)
 	if fmt.Sprint(got) != fmt.Sprint(order) {
 		t.Errorf("restart order %v, want %v", got, order)
-	}
-}
-
-// A ConfigMap demo-0-config made beforehand by someone else is not
-// overwritten; Progressing is False ReconcileFailed naming it.
-func TestNameCollisionIsReported(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	s := framework.StartStack(ctx, t)
-	s.CreateNamespace(ctx, t, "nats")
-	theirs := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: "demo-0-config", Namespace: "nats"},
-		Data:       map[string]string{"nats.conf": "someone else's"},
-	}
-	if _, err := s.Kube.CoreV1().ConfigMaps("nats").Create(ctx, theirs, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	s.ApplyExample(ctx, t, "nats", "natscluster-jetstream.yaml", nil)
-	poll.Eventually(t, time.Minute, 250*time.Millisecond, "Progressing ReconcileFailed", func() error {
-		nc, err := s.Cluster(ctx, "nats", "demo")
-		if err != nil {
-			return err
-		}
-		if err := framework.CheckCondition(nc, clusterv1beta1.ConditionProgressing, metav1.ConditionFalse, clusterv1beta1.ReasonReconcileFailed); err != nil {
-			return err
-		}
-		t.Logf("Progressing: %s", framework.Conditions(nc))
-		return nil
-	})
-	nc, _ := s.Cluster(ctx, "nats", "demo")
-	for _, c := range nc.Status.Conditions {
-		if c.Type == clusterv1beta1.ConditionProgressing && !strings.Contains(c.Message, "ConfigMap nats/demo-0-config") {
-			t.Errorf("message %q does not name ConfigMap nats/demo-0-config", c.Message)
-		}
-	}
-	time.Sleep(3 * time.Second)
-	cm, err := s.Kube.CoreV1().ConfigMaps("nats").Get(ctx, "demo-0-config", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cm.Data["nats.conf"] != "someone else's" || len(cm.OwnerReferences) != 0 {
-		t.Errorf("the controller changed someone else's ConfigMap: %+v", cm)
 	}
 }

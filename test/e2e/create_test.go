@@ -29,23 +29,30 @@ func settledCluster(ctx context.Context, t *testing.T, s *framework.Stack, versi
 	if version != "" {
 		mutate = setVersion(version)
 	}
-	s.CreateNamespace(ctx, t, "nats")
-	s.ApplyExample(ctx, t, "nats", "natscluster-jetstream.yaml", mutate)
-	return s.WaitSettledUpToDate(ctx, t, "nats", "demo", 3*time.Minute)
+	s.CreateNamespace(ctx, t, s.NS)
+	s.ApplyExample(ctx, t, s.NS, "natscluster-jetstream.yaml", mutate)
+	return s.WaitSettledUpToDate(ctx, t, s.NS, "demo", 3*time.Minute)
 }
+
+// The idle check's rest requeue, and how long it watches.
+const (
+	restRequeue = 10 * time.Second
+	idleWindow  = 25 * time.Second
+)
 
 // The example 3-server JetStream cluster on nats-server 2.15.1 comes up
 // Ready, Settled and up to date, every server reporting the converged
 // revision itself.
 func TestCreateExampleCluster(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	s := framework.StartStack(ctx, t)
-	s.CreateNamespace(ctx, t, "nats")
+	s := framework.OwnController(ctx, t, "create", "--rest-requeue="+restRequeue.String())
+	s.CreateNamespace(ctx, t, s.NS)
 
 	start := time.Now()
-	s.ApplyExample(ctx, t, "nats", "natscluster-jetstream.yaml", setVersion("2.15.1"))
-	nc := s.WaitSettledUpToDate(ctx, t, "nats", "demo", 3*time.Minute)
+	s.ApplyExample(ctx, t, s.NS, "natscluster-jetstream.yaml", setVersion("2.15.1"))
+	nc := s.WaitSettledUpToDate(ctx, t, s.NS, "demo", 3*time.Minute)
 	t.Logf("Ready, Settled and UpToDate after %s: %s", time.Since(start).Round(time.Millisecond), framework.Conditions(nc))
 
 	if nc.Status.Config == nil || nc.Status.Config.Revision == "" {
@@ -70,22 +77,24 @@ func TestCreateExampleCluster(t *testing.T) {
 		t.Errorf("status.jetstream.metaLeader not set: %+v", nc.Status.JetStream)
 	}
 
-	// Idle: once settled and up to date, the controller observes every 2
-	// minutes (restRequeue in pkg/controller) and writes nothing.
+	// Idle: once settled and up to date, the controller observes every
+	// --rest-requeue (2 minutes by default; 10 s here, so a window of 25 s
+	// sees at least two observations) and writes nothing. Its own
+	// controller, so that no other test's cluster adds writes or syncs.
 	time.Sleep(5 * time.Second)
 	before, ok := s.Controller.Metric("nats_operator_api_writes_total")
 	if !ok {
 		t.Fatal("nats_operator_api_writes_total not exposed")
 	}
 	syncsBefore, _ := s.Controller.Metric("workqueue_adds_total", `name="natscluster"`)
-	time.Sleep(2*time.Minute + 10*time.Second)
+	time.Sleep(idleWindow)
 	after, _ := s.Controller.Metric("nats_operator_api_writes_total")
 	syncsAfter, _ := s.Controller.Metric("workqueue_adds_total", `name="natscluster"`)
-	t.Logf("idle 130 s: %v API writes (total %v), %v syncs queued", after-before, after, syncsAfter-syncsBefore)
+	t.Logf("idle %s: %v API writes (total %v), %v syncs queued", idleWindow, after-before, after, syncsAfter-syncsBefore)
 	if after != before {
-		t.Errorf("the controller made %v API writes in 130 idle seconds, want 0", after-before)
+		t.Errorf("the controller made %v API writes in %s idle, want 0", after-before, idleWindow)
 	}
-	if syncsAfter-syncsBefore < 1 {
-		t.Errorf("no sync in 130 idle seconds: the cluster is not observed")
+	if syncsAfter-syncsBefore < 2 {
+		t.Errorf("%v syncs in %s idle with --rest-requeue %s: the cluster at rest is not observed", syncsAfter-syncsBefore, idleWindow, restRequeue)
 	}
 }

@@ -25,6 +25,7 @@ import (
 // to the other replica within the lease duration, and the rollout
 // completes with every server restarted once.
 func TestKubectlApplyKRunsTheControllerDeployment(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	s := framework.StartStackWithoutController(ctx, t, localnode.Options{
@@ -56,7 +57,7 @@ func TestKubectlApplyKRunsTheControllerDeployment(t *testing.T) {
 	nc := settledCluster(ctx, t, s, "2.15.1")
 	t.Logf("example cluster Ready and Settled %s after kubectl apply -k: %s", time.Since(begin).Round(time.Millisecond), framework.Conditions(nc))
 
-	tr, err := s.StartTracker(ctx, "nats", "demo", servers, 100*time.Millisecond)
+	tr, err := s.StartTracker(ctx, s.NS, "demo", servers, 100*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +88,7 @@ func TestKubectlApplyKRunsTheControllerDeployment(t *testing.T) {
 		t.Errorf("the Lease passed to %s %s after the leader's pod was deleted, want within the lease duration (15s)", successor, handover)
 	}
 
-	s.WaitSettledUpToDate(ctx, t, "nats", "demo", 10*time.Minute)
+	s.WaitSettledUpToDate(ctx, t, s.NS, "demo", 10*time.Minute)
 	waitVersion(ctx, t, s, "2.15.2")
 	tr.Stop()
 	for _, srv := range servers {

@@ -40,20 +40,21 @@ func streamState(ctx context.Context, js jetstream.JetStream, name string) (lead
 // raised to R3 the rollout completes with every message kept. A second
 // version change with only R3 streams rolls without a hold.
 func TestEphemeralStoreHoldsBeforeDestroyingTheOnlyCopy(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
-	s := framework.StartStack(ctx, t)
-	s.CreateNamespace(ctx, t, "nats")
-	s.ApplyExample(ctx, t, "nats", "natscluster-jetstream.yaml", func(o *unstructured.Unstructured) {
+	s := framework.Shared(ctx, t, nsEphemeral)
+	s.CreateNamespace(ctx, t, s.NS)
+	s.ApplyExample(ctx, t, s.NS, "natscluster-jetstream.yaml", func(o *unstructured.Unstructured) {
 		unstructured.RemoveNestedField(o.Object, "spec", "jetstream", "volumeClaimTemplate")
 	})
-	nc := s.WaitSettledUpToDate(ctx, t, "nats", "demo", 3*time.Minute)
+	nc := s.WaitSettledUpToDate(ctx, t, s.NS, "demo", 3*time.Minute)
 	if nc.Status.JetStream == nil || nc.Status.JetStream.Store != clusterv1beta1.StoreEphemeral {
 		t.Fatalf("status.jetstream = %+v, want store Ephemeral", nc.Status.JetStream)
 	}
 	t.Logf("status.jetstream.store: %s", nc.Status.JetStream.Store)
 
-	conn := framework.Connect(t, s.PodURLs(ctx, t, "nats", "demo"))
+	conn := framework.Connect(t, s.PodURLs(ctx, t, s.NS, "demo"))
 	js, err := jetstream.New(conn)
 	if err != nil {
 		t.Fatal(err)
@@ -70,7 +71,7 @@ func TestEphemeralStoreHoldsBeforeDestroyingTheOnlyCopy(t *testing.T) {
 	patchCluster(ctx, t, s, `{"spec":{"version":"2.15.1"}}`)
 	var held *clusterv1beta1.NatsCluster
 	poll.Eventually(t, 3*time.Minute, 250*time.Millisecond, "Progressing=False DataLossOnRestart", func() error {
-		c, err := s.Cluster(ctx, "nats", "demo")
+		c, err := s.Cluster(ctx, s.NS, "demo")
 		if err != nil {
 			return err
 		}
@@ -87,22 +88,22 @@ func TestEphemeralStoreHoldsBeforeDestroyingTheOnlyCopy(t *testing.T) {
 	if strings.Contains(msg, "THREE") {
 		t.Errorf("the hold names the R3 stream THREE: %s", msg)
 	}
-	uid := s.PodUIDs(ctx, "nats", holderPod)[holderPod]
-	sts, err := s.Kube.AppsV1().StatefulSets("nats").Get(ctx, holder, metav1.GetOptions{})
+	uid := s.PodUIDs(ctx, s.NS, holderPod)[holderPod]
+	sts, err := s.Kube.AppsV1().StatefulSets(s.NS).Get(ctx, holder, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	heldRevision := sts.Spec.Template.Annotations[clusterv1beta1.AnnotationConfigRevision]
-	events, err := s.Events(ctx, "nats", "demo", clusterv1beta1.ReasonDataLossOnRestart)
+	events, err := s.Events(ctx, s.NS, "demo", clusterv1beta1.ReasonDataLossOnRestart)
 	if err != nil || len(events) == 0 {
 		t.Errorf("no DataLossOnRestart Event (%v)", err)
 	}
 
-	time.Sleep(60 * time.Second)
-	if now := s.PodUIDs(ctx, "nats", holderPod)[holderPod]; now != uid {
+	time.Sleep(heldFor)
+	if now := s.PodUIDs(ctx, s.NS, holderPod)[holderPod]; now != uid {
 		t.Fatalf("pod %s was restarted while held (uid %s -> %s)", holderPod, uid, now)
 	}
-	sts, err = s.Kube.AppsV1().StatefulSets("nats").Get(ctx, holder, metav1.GetOptions{})
+	sts, err = s.Kube.AppsV1().StatefulSets(s.NS).Get(ctx, holder, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +118,7 @@ func TestEphemeralStoreHoldsBeforeDestroyingTheOnlyCopy(t *testing.T) {
 	// The way out that keeps the data: raise ONE to three replicas.
 	framework.CreateStream(ctx, t, js, "ONE", 3)
 	released := time.Now()
-	nc = s.WaitSettledUpToDate(ctx, t, "nats", "demo", 4*time.Minute)
+	nc = s.WaitSettledUpToDate(ctx, t, s.NS, "demo", 4*time.Minute)
 	t.Logf("ONE raised to R3: rollout done %s later: %s", time.Since(released).Round(time.Millisecond), framework.Conditions(nc))
 	for _, name := range []string{"ONE", "THREE"} {
 		poll.Eventually(t, time.Minute, 500*time.Millisecond, name+" holds 100 messages", func() error {
@@ -134,14 +135,14 @@ func TestEphemeralStoreHoldsBeforeDestroyingTheOnlyCopy(t *testing.T) {
 	t.Logf("after: ONE and THREE hold 100 messages each, lost 0")
 
 	// Every stream is R3 now: the next version change rolls without a hold.
-	tracker, err := s.StartTracker(ctx, "nats", "demo", servers, 100*time.Millisecond)
+	tracker, err := s.StartTracker(ctx, s.NS, "demo", servers, 100*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
 	patchCluster(ctx, t, s, `{"spec":{"version":"2.15.2"}}`)
 	sawHold := false
 	poll.Eventually(t, 4*time.Minute, 250*time.Millisecond, "the R3-only rollout to finish", func() error {
-		c, err := s.Cluster(ctx, "nats", "demo")
+		c, err := s.Cluster(ctx, s.NS, "demo")
 		if err != nil {
 			return err
 		}

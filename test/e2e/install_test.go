@@ -26,22 +26,44 @@ import (
 // creates the Services and the PDB of a new NatsCluster with owner
 // references, fills status, and leaves the owned objects to the garbage
 // collector when the cluster is deleted.
-func TestControllerInstallsWithLeastPrivilege(t *testing.T) {
-	testInstall(t, "apps", nil)
-}
-
-// The namespaced install (manifests/namespaced: Roles in each watched
+//
+// Then, on the same control plane and node, the cluster-wide grant is
+// removed (as a user moving to the namespaced install removes it) and the
+// namespaced install (manifests/namespaced: Roles in each watched
 // namespace, --namespace a list) passes the same test for a cluster in the
 // second of two namespaces, and never touches a cluster in a namespace it
 // was not given.
-func TestNamespacedControllerInstallsWithLeastPrivilege(t *testing.T) {
-	testInstall(t, "team-b", []string{"nats", "team-b"})
-}
-
-func testInstall(t *testing.T, ns string, namespaces []string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+func TestControllerInstallsWithLeastPrivilege(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
 	s := framework.StartStackWithoutController(ctx, t, localnode.Options{Images: framework.ControllerImages(t)})
+	if !t.Run("cluster-wide install", func(t *testing.T) { testInstall(ctx, t, s, "apps", nil) }) {
+		return
+	}
+	// The cluster-wide install goes: its Deployment (already scaled to 0)
+	// and its ClusterRole and binding. What the namespaced install grants
+	// is then all the controller has.
+	kube := s.Kube
+	if err := kube.AppsV1().Deployments("nats-system").Delete(ctx, "nats-operator", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := kube.RbacV1().ClusterRoleBindings().Delete(ctx, "nats-operator", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := kube.RbacV1().ClusterRoles().Delete(ctx, "nats-operator", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	poll.Eventually(t, time.Minute, 200*time.Millisecond, "the cluster-wide Deployment to be gone", func() error {
+		if _, err := kube.AppsV1().Deployments("nats-system").Get(ctx, "nats-operator", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("still there (%v)", err)
+		}
+		return nil
+	})
+	t.Run("namespaced install", func(t *testing.T) { testInstall(ctx, t, s, "team-b", []string{"nats", "team-b"}) })
+}
+
+func testInstall(ctx context.Context, t *testing.T, s *framework.Stack, ns string, namespaces []string) {
 	kube, nats := s.Kube, s.Nats
 
 	begin := time.Now()

@@ -9,6 +9,7 @@ import (
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	framework.StopShared()
 	framework.RemoveBinaries()
 	os.Exit(code)
 }

@@ -24,7 +24,7 @@ import (
 // kubectlNats is the plugin built into a temporary directory, run against
 // the stack's API server.
 type kubectlNats struct {
-	bin, kubeconfig string
+	bin, kubeconfig, namespace string
 }
 
 func buildPlugin(t *testing.T, s *framework.Stack) kubectlNats {
@@ -35,13 +35,13 @@ func buildPlugin(t *testing.T, s *framework.Stack) kubectlNats {
 	if err != nil {
 		t.Fatalf("building kubectl-nats: %v\n%s", err, out)
 	}
-	return kubectlNats{bin: bin, kubeconfig: s.Env.KubeconfigPath}
+	return kubectlNats{bin: bin, kubeconfig: s.Env.KubeconfigPath, namespace: s.NS}
 }
 
 // run runs the plugin and returns its stdout (and stderr) and exit code.
 func (k kubectlNats) run(ctx context.Context, t *testing.T, args ...string) (string, int) {
 	t.Helper()
-	cmd := exec.CommandContext(ctx, k.bin, append([]string{"--kubeconfig", k.kubeconfig, "-n", "nats"}, args...)...)
+	cmd := exec.CommandContext(ctx, k.bin, append([]string{"--kubeconfig", k.kubeconfig, "-n", k.namespace}, args...)...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
@@ -101,9 +101,10 @@ func manifest(t *testing.T, dir, name, file string, edit func(string) string) st
 // auth with a stream present (held, naming it) and a scale-down, each
 // checked against what the controller then does with the manifest.
 func TestKubectlNatsPlugin(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	s := framework.StartStack(ctx, t)
+	s := framework.Shared(ctx, t, nsPlugin)
 	k := buildPlugin(t, s)
 	settledCluster(ctx, t, s, "2.15.1")
 	_, pub := loadCluster(ctx, t, s)
@@ -120,7 +121,7 @@ func TestKubectlNatsPlugin(t *testing.T) {
 	}
 	patchCluster(ctx, t, s, `{"spec":{"version":"2.15.2"}}`)
 	poll.Eventually(t, 3*time.Minute, 200*time.Millisecond, "the rollout to be mid-way", func() error {
-		nc, err := s.Cluster(ctx, "nats", "demo")
+		nc, err := s.Cluster(ctx, s.NS, "demo")
 		if err != nil {
 			return err
 		}
@@ -137,7 +138,7 @@ func TestKubectlNatsPlugin(t *testing.T) {
 	if first := v.Servers[0]; !strings.Contains(screen, "updated    "+first) {
 		t.Errorf("status does not show %s updated, the server plan said goes first", first)
 	}
-	nc := s.WaitSettledUpToDate(ctx, t, "nats", "demo", 5*time.Minute)
+	nc := s.WaitSettledUpToDate(ctx, t, s.NS, "demo", 5*time.Minute)
 	if nc.Status.Config.AppliedBy != clusterv1beta1.AppliedByRestart {
 		t.Errorf("the version change was applied by %q, plan said it rolls", nc.Status.Config.AppliedBy)
 	}
@@ -148,27 +149,27 @@ func TestKubectlNatsPlugin(t *testing.T) {
 		t.Fatalf("plan for a server tag: exit %d, %+v; want exit 0, Reload", code, v)
 	}
 	patchCluster(ctx, t, s, `{"spec":{"serverTags":{"az":"a"}}}`)
-	nc = s.WaitSettledUpToDate(ctx, t, "nats", "demo", 3*time.Minute)
+	nc = s.WaitSettledUpToDate(ctx, t, s.NS, "demo", 3*time.Minute)
 	if nc.Status.Config.AppliedBy != clusterv1beta1.AppliedByReload {
 		t.Errorf("the server tag was applied by %q, plan said it reloads", nc.Status.Config.AppliedBy)
 	}
 	verifyNoLoss(ctx, t, s, pub)
 
 	// 3. Adding auth with the stream ORDERS present is held, naming it.
-	s.ApplyExampleFiltered(ctx, t, "nats", "natscluster-auth.yaml", func(u *unstructured.Unstructured) bool { return u.GetKind() != "NatsCluster" })
+	s.ApplyExampleFiltered(ctx, t, s.NS, "natscluster-auth.yaml", func(u *unstructured.Unstructured) bool { return u.GetKind() != "NatsCluster" })
 	v, code = k.plan(ctx, t, manifest(t, dir, "auth.yaml", "natscluster-auth.yaml", tagged))
 	if code != 2 || v.Reason != clusterv1beta1.ReasonAuthChangeBlocked || !strings.Contains(v.Message, "ORDERS") {
 		t.Fatalf("plan for adding auth: exit %d, %+v; want exit 2, AuthChangeBlocked naming ORDERS", code, v)
 	}
 	patchCluster(ctx, t, s, `{"spec":{"auth":{"trustRef":{"name":"demo"},"systemCredentials":{"secretKeyRef":{"name":"demo-system-creds","key":"user.creds"}},"resolver":"Full","accountTrustRefs":[{"name":"demo-app"}]}}}`)
-	nc = waitProgressing(ctx, t, s, "nats", metav1.ConditionFalse, clusterv1beta1.ReasonAuthChangeBlocked, 30*time.Second)
+	nc = waitProgressing(ctx, t, s, s.NS, metav1.ConditionFalse, clusterv1beta1.ReasonAuthChangeBlocked, 30*time.Second)
 	if got := progressingMessage(nc); got != v.Message {
 		t.Errorf("the controller holds with\n%s\nplan said\n%s", got, v.Message)
 	}
 	screen, _ = k.run(ctx, t, "status", "demo")
 	t.Logf("kubectl nats status demo, held:\n%s", screen)
 	patchCluster(ctx, t, s, `{"spec":{"auth":null}}`)
-	s.WaitSettledUpToDate(ctx, t, "nats", "demo", 3*time.Minute)
+	s.WaitSettledUpToDate(ctx, t, s.NS, "demo", 3*time.Minute)
 
 	// 4. A scale-down: plan's decision is the controller's.
 	v, code = k.plan(ctx, t, manifest(t, dir, "scaledown.yaml", "natscluster-jetstream.yaml", func(m string) string {
@@ -178,6 +179,6 @@ func TestKubectlNatsPlugin(t *testing.T) {
 		t.Fatalf("plan for a scale-down: exit %d, %+v", code, v)
 	}
 	patchCluster(ctx, t, s, `{"spec":{"replicas":2}}`)
-	waitProgressing(ctx, t, s, "nats", metav1.ConditionStatus(map[bool]string{true: "False", false: "True"}[code == 2]), v.Reason, 30*time.Second)
+	waitProgressing(ctx, t, s, s.NS, metav1.ConditionStatus(map[bool]string{true: "False", false: "True"}[code == 2]), v.Reason, 30*time.Second)
 	t.Logf("the controller's Progressing reason for the scale-down is %s, as plan said", v.Reason)
 }

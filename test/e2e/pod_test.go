@@ -59,15 +59,16 @@ func withPodTemplate(o *unstructured.Unstructured) {
 // naming the nats container, and the controller's metrics show the
 // rollout.
 func TestPodTemplateMetricsAndNetworkPolicy(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	s := framework.StartStackWithNode(ctx, t, localnode.Options{
 		Taints: []corev1.Taint{{Key: "dedicated", Value: "nats", Effect: corev1.TaintEffectNoSchedule}},
 	})
-	s.CreateNamespace(ctx, t, "nats")
+	s.CreateNamespace(ctx, t, s.NS)
 
 	// A pod that does not tolerate the taint is not bound.
-	stray := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "stray", Namespace: "nats"},
+	stray := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "stray", Namespace: s.NS},
 		Spec: corev1.PodSpec{
 			// Namespace nats enforces the restricted Pod Security Standard.
 			SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: new(true), RunAsUser: new(int64(1000)),
@@ -75,15 +76,15 @@ func TestPodTemplateMetricsAndNetworkPolicy(t *testing.T) {
 			Containers: []corev1.Container{{Name: "c", Image: "busybox:1.37", Command: []string{"sleep", "infinity"},
 				SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: new(false), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}}}},
 		}}
-	if _, err := s.Kube.CoreV1().Pods("nats").Create(ctx, stray, metav1.CreateOptions{}); err != nil {
+	if _, err := s.Kube.CoreV1().Pods(s.NS).Create(ctx, stray, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 
-	s.ApplyExample(ctx, t, "nats", "natscluster-jetstream.yaml", withPodTemplate)
-	s.WaitSettledUpToDate(ctx, t, "nats", "demo", 3*time.Minute)
+	s.ApplyExample(ctx, t, s.NS, "natscluster-jetstream.yaml", withPodTemplate)
+	s.WaitSettledUpToDate(ctx, t, s.NS, "demo", 3*time.Minute)
 	checkPodTemplate(ctx, t, s, "100m")
 	poll.Eventually(t, 30*time.Second, 250*time.Millisecond, "the stray pod marked Unschedulable", func() error {
-		p, err := s.Kube.CoreV1().Pods("nats").Get(ctx, "stray", metav1.GetOptions{})
+		p, err := s.Kube.CoreV1().Pods(s.NS).Get(ctx, "stray", metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
@@ -101,18 +102,18 @@ func TestPodTemplateMetricsAndNetworkPolicy(t *testing.T) {
 	checkNetworkPolicy(ctx, t, s)
 	checkPodMonitor(ctx, t, s)
 
-	before, err := s.Cluster(ctx, "nats", "demo")
+	before, err := s.Cluster(ctx, s.NS, "demo")
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := expectedOrder(before.Status.JetStream.MetaLeader)
-	tr, err := s.StartTracker(ctx, "nats", "demo", servers, 200*time.Millisecond)
+	tr, err := s.StartTracker(ctx, s.NS, "demo", servers, 200*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tr.Stop()
 	applied := time.Now()
-	if _, err := s.Nats.ClusterV1beta1().NatsClusters("nats").Patch(ctx, "demo", types.JSONPatchType,
+	if _, err := s.Nats.ClusterV1beta1().NatsClusters(s.NS).Patch(ctx, "demo", types.JSONPatchType,
 		[]byte(`[{"op":"replace","path":"/spec/podTemplate/spec/containers/0/resources/requests/cpu","value":"200m"}]`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +152,7 @@ func TestPodTemplateMetricsAndNetworkPolicy(t *testing.T) {
 func checkPodTemplate(ctx context.Context, t *testing.T, s *framework.Stack, cpu string) {
 	t.Helper()
 	for _, name := range serverPods {
-		pod, err := s.Kube.CoreV1().Pods("nats").Get(ctx, name, metav1.GetOptions{})
+		pod, err := s.Kube.CoreV1().Pods(s.NS).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -193,7 +194,7 @@ func checkPodTemplate(ctx context.Context, t *testing.T, s *framework.Stack, cpu
 func checkExporters(ctx context.Context, t *testing.T, s *framework.Stack) {
 	t.Helper()
 	for _, name := range serverPods {
-		pod, err := s.Kube.CoreV1().Pods("nats").Get(ctx, name, metav1.GetOptions{})
+		pod, err := s.Kube.CoreV1().Pods(s.NS).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -241,7 +242,7 @@ func checkNetworkPolicy(ctx context.Context, t *testing.T, s *framework.Stack) {
 	}
 	waitPolicy := func(what string, ok func(np *networkingv1.NetworkPolicy) error) {
 		poll.Eventually(t, time.Minute, 250*time.Millisecond, what, func() error {
-			np, err := s.Kube.NetworkingV1().NetworkPolicies("nats").Get(ctx, "demo", metav1.GetOptions{})
+			np, err := s.Kube.NetworkingV1().NetworkPolicies(s.NS).Get(ctx, "demo", metav1.GetOptions{})
 			if apierrors.IsNotFound(err) {
 				np, err = nil, nil
 			}
@@ -297,7 +298,7 @@ func checkPodMonitor(ctx context.Context, t *testing.T, s *framework.Stack) {
 	t.Helper()
 	dyn := dynamic.NewForConfigOrDie(s.Env.Config)
 	pm := schema.GroupVersionResource{Group: render.PodMonitorGroup, Version: render.PodMonitorVersion, Resource: render.PodMonitorResource}
-	if _, err := dyn.Resource(pm).Namespace("nats").Get(ctx, "demo", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := dyn.Resource(pm).Namespace(s.NS).Get(ctx, "demo", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("a PodMonitor without its CRD: %v", err)
 	}
 	crd := &unstructured.Unstructured{Object: map[string]any{
@@ -316,7 +317,7 @@ func checkPodMonitor(ctx context.Context, t *testing.T, s *framework.Stack) {
 	start := time.Now()
 	// The controller asks discovery again after a minute.
 	poll.Eventually(t, 3*time.Minute, time.Second, "the PodMonitor", func() error {
-		u, err := dyn.Resource(pm).Namespace("nats").Get(ctx, "demo", metav1.GetOptions{})
+		u, err := dyn.Resource(pm).Namespace(s.NS).Get(ctx, "demo", metav1.GetOptions{})
 		if err != nil {
 			return err
 		}

@@ -49,9 +49,10 @@ spec:
 // The earlier controller's quickstart, whose claim template has no
 // accessModes, runs: they default to ReadWriteOnce.
 func TestQuickstartWithoutAccessModesRuns(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	s := framework.StartStack(ctx, t)
+	s := framework.Shared(ctx, t, nsQuickstart)
 	s.CreateNamespace(ctx, t, "nats-system")
 
 	var obj map[string]any
@@ -77,10 +78,11 @@ func TestQuickstartWithoutAccessModesRuns(t *testing.T) {
 // a sync: Progressing=False ReconcileFailed with the API server's words, and
 // an Event. Fixing the spec proceeds.
 func TestRefusedWriteIsReportedAndFixingItProceeds(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	s := framework.StartStack(ctx, t)
-	s.CreateNamespace(ctx, t, "nats")
+	s := framework.Shared(ctx, t, nsRefused)
+	s.CreateNamespace(ctx, t, s.NS)
 
 	const policyMessage = "StatefulSets in this namespace may not ask for more than 2Gi of memory per container"
 	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
@@ -107,7 +109,7 @@ func TestRefusedWriteIsReportedAndFixingItProceeds(t *testing.T) {
 			PolicyName:        "memory-cap",
 			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
 			MatchResources: &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
-				MatchLabels: map[string]string{corev1.LabelMetadataName: "nats"},
+				MatchLabels: map[string]string{corev1.LabelMetadataName: s.NS},
 			}},
 		},
 	}
@@ -124,12 +126,12 @@ func TestRefusedWriteIsReportedAndFixingItProceeds(t *testing.T) {
 	})
 
 	applied := time.Now()
-	s.ApplyExample(ctx, t, "nats", "natscluster-jetstream.yaml", func(o *unstructured.Unstructured) {
+	s.ApplyExample(ctx, t, s.NS, "natscluster-jetstream.yaml", func(o *unstructured.Unstructured) {
 		_ = unstructured.SetNestedField(o.Object, "4Gi", "spec", "resources", "limits", "memory")
 	})
 	var held *clusterv1beta1.NatsCluster
 	poll.Eventually(t, 5*time.Second, 100*time.Millisecond, "Progressing=False ReconcileFailed", func() error {
-		nc, err := s.Cluster(ctx, "nats", "demo")
+		nc, err := s.Cluster(ctx, s.NS, "demo")
 		if err != nil {
 			return err
 		}
@@ -138,13 +140,13 @@ func TestRefusedWriteIsReportedAndFixingItProceeds(t *testing.T) {
 	})
 	cond := conditionOf(held, clusterv1beta1.ConditionProgressing)
 	t.Logf("after %s: %s: %s", time.Since(applied).Round(time.Millisecond), cond.Reason, cond.Message)
-	for _, want := range []string{"StatefulSet nats/demo-", policyMessage} {
+	for _, want := range []string{"StatefulSet "+s.NS+"/demo-", policyMessage} {
 		if !strings.Contains(cond.Message, want) {
 			t.Errorf("the Progressing message does not carry %q: %s", want, cond.Message)
 		}
 	}
 	poll.Eventually(t, 10*time.Second, 200*time.Millisecond, "a ReconcileFailed Event", func() error {
-		events, err := s.Events(ctx, "nats", "demo", clusterv1beta1.ReasonReconcileFailed)
+		events, err := s.Events(ctx, s.NS, "demo", clusterv1beta1.ReasonReconcileFailed)
 		if err != nil {
 			return err
 		}
@@ -156,7 +158,7 @@ func TestRefusedWriteIsReportedAndFixingItProceeds(t *testing.T) {
 		}
 		return errors.New("no Event yet")
 	})
-	sets, err := s.Kube.AppsV1().StatefulSets("nats").List(ctx, metav1.ListOptions{})
+	sets, err := s.Kube.AppsV1().StatefulSets(s.NS).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,10 +169,10 @@ func TestRefusedWriteIsReportedAndFixingItProceeds(t *testing.T) {
 	// The fix: a memory limit the policy allows.
 	fixed := time.Now()
 	patch := []byte(`{"spec":{"resources":{"limits":{"memory":"1Gi"}}}}`)
-	if _, err := s.Nats.ClusterV1beta1().NatsClusters("nats").Patch(ctx, "demo", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+	if _, err := s.Nats.ClusterV1beta1().NatsClusters(s.NS).Patch(ctx, "demo", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	nc := s.WaitSettledUpToDate(ctx, t, "nats", "demo", 3*time.Minute)
+	nc := s.WaitSettledUpToDate(ctx, t, s.NS, "demo", 3*time.Minute)
 	t.Logf("fixed: Ready, Settled and UpToDate %s after the patch: %s", time.Since(fixed).Round(time.Millisecond), framework.Conditions(nc))
 }
 
@@ -192,7 +194,7 @@ func dryRunStatefulSet(ctx context.Context, s *framework.Stack, memory string) e
 			},
 		},
 	}
-	_, err := s.Kube.AppsV1().StatefulSets("nats").Create(ctx, sts, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	_, err := s.Kube.AppsV1().StatefulSets(s.NS).Create(ctx, sts, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 	return err
 }
 

@@ -29,14 +29,15 @@ var serverPods = []string{"demo-0-0", "demo-1-0", "demo-2-0"}
 // servers one at a time, and restartReason names the version, the part no
 // reload applies. No acknowledged message is lost.
 func TestConfigChangesReloadWithoutRestarts(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	s := framework.StartStack(ctx, t)
+	s := framework.Shared(ctx, t, nsReload)
 	_, _, pub := startLoadedCluster(ctx, t, s, "2.15.1")
-	if _, err := s.Kube.CoreV1().Secrets("nats").Get(ctx, "demo-system-user", metav1.GetOptions{}); err != nil {
+	if _, err := s.Kube.CoreV1().Secrets(s.NS).Get(ctx, "demo-system-user", metav1.GetOptions{}); err != nil {
 		t.Fatalf("the controller's system user Secret: %v", err)
 	}
-	before := s.PodUIDs(ctx, "nats", serverPods...)
+	before := s.PodUIDs(ctx, s.NS, serverPods...)
 
 	applied := time.Now()
 	patchCluster(ctx, t, s, `{"spec":{"serverTags":{"az":"a"}}}`)
@@ -48,7 +49,7 @@ func TestConfigChangesReloadWithoutRestarts(t *testing.T) {
 	if c := final.Status.Config; c == nil || c.AppliedBy != clusterv1beta1.AppliedByReload || c.RestartReason != "" {
 		t.Errorf("status.config = %+v, want appliedBy Reload and no restartReason", c)
 	}
-	after := s.PodUIDs(ctx, "nats", serverPods...)
+	after := s.PodUIDs(ctx, s.NS, serverPods...)
 	for _, p := range serverPods {
 		if before[p] == "" || after[p] != before[p] {
 			t.Errorf("pod %s had UID %q before the reload and %q after: it restarted", p, before[p], after[p])
@@ -57,18 +58,18 @@ func TestConfigChangesReloadWithoutRestarts(t *testing.T) {
 	checkServersRunTheirRevision(ctx, t, s, final, "az:a")
 	// Events are sent asynchronously.
 	poll.Eventually(t, 30*time.Second, 250*time.Millisecond, "a ServerReloaded Event per server", func() error {
-		ev, err := s.Events(ctx, "nats", "demo", clusterv1beta1.EventServerReloaded)
+		ev, err := s.Events(ctx, s.NS, "demo", clusterv1beta1.EventServerReloaded)
 		if err != nil {
 			return err
 		}
 		if len(ev) != 3 {
-			all, _ := s.Kube.CoreV1().Events("nats").List(ctx, metav1.ListOptions{})
+			all, _ := s.Kube.CoreV1().Events(s.NS).List(ctx, metav1.ListOptions{})
 			var got []string
 			for _, e := range all.Items {
 				got = append(got, e.InvolvedObject.Name+" "+e.Reason+": "+e.Message)
 			}
 			for _, n := range []string{"demo-0", "demo-1", "demo-2"} {
-				sts, _ := s.Kube.AppsV1().StatefulSets("nats").Get(ctx, n, metav1.GetOptions{})
+				sts, _ := s.Kube.AppsV1().StatefulSets(s.NS).Get(ctx, n, metav1.GetOptions{})
 				got = append(got, n+" reload annotation "+sts.Annotations[clusterv1beta1.AnnotationReload])
 			}
 			return fmt.Errorf("%d %s Events; every Event: %v", len(ev), clusterv1beta1.EventServerReloaded, got)
@@ -84,7 +85,7 @@ func TestConfigChangesReloadWithoutRestarts(t *testing.T) {
 	if c := final.Status.Config; c == nil || c.AppliedBy != clusterv1beta1.AppliedByRestart || c.RestartReason != why {
 		t.Errorf("status.config = %+v, want appliedBy Restart and restartReason %q", c, why)
 	}
-	restarted := s.PodUIDs(ctx, "nats", serverPods...)
+	restarted := s.PodUIDs(ctx, s.NS, serverPods...)
 	for _, p := range serverPods {
 		if restarted[p] == after[p] {
 			t.Errorf("pod %s kept UID %s: it was not restarted", p, after[p])
@@ -99,16 +100,17 @@ func TestConfigChangesReloadWithoutRestarts(t *testing.T) {
 // 30 s, like a slow kubelet, and a 5 s timeout), the reload becomes a
 // restart of that server, with the reason in status.rollout.restartReason.
 func TestUnconfirmedReloadBecomesARestart(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	s := framework.StartStackWithNode(ctx, t, localnode.Options{SyncPeriod: 30 * time.Second}, "--reload-timeout=5s")
 	settledCluster(ctx, t, s, "")
-	before := s.PodUIDs(ctx, "nats", serverPods...)
+	before := s.PodUIDs(ctx, s.NS, serverPods...)
 	patchCluster(ctx, t, s, `{"spec":{"serverTags":{"az":"a"}}}`)
 
 	var why string
 	poll.Eventually(t, 2*time.Minute, 250*time.Millisecond, "a restart reason naming the unconfirmed reload", func() error {
-		nc, err := s.Cluster(ctx, "nats", "demo")
+		nc, err := s.Cluster(ctx, s.NS, "demo")
 		if err != nil {
 			return err
 		}
@@ -130,7 +132,7 @@ func TestUnconfirmedReloadBecomesARestart(t *testing.T) {
 	}
 	pod := server + "-0"
 	poll.Eventually(t, 2*time.Minute, 250*time.Millisecond, pod+" restarted", func() error {
-		if uid := s.PodUIDs(ctx, "nats", pod)[pod]; uid == "" || uid == before[pod] {
+		if uid := s.PodUIDs(ctx, s.NS, pod)[pod]; uid == "" || uid == before[pod] {
 			return fmt.Errorf("%s has UID %q", pod, uid)
 		}
 		return nil
@@ -146,7 +148,7 @@ func waitUpToDateRecording(ctx context.Context, t *testing.T, s *framework.Stack
 	var final *clusterv1beta1.NatsCluster
 	moved := false
 	poll.Eventually(t, 8*time.Minute, 100*time.Millisecond, "Settled and UpToDate after the patch", func() error {
-		nc, err := s.Cluster(ctx, "nats", "demo")
+		nc, err := s.Cluster(ctx, s.NS, "demo")
 		if err != nil {
 			return err
 		}
@@ -176,7 +178,7 @@ func checkServersRunTheirRevision(ctx context.Context, t *testing.T, s *framewor
 		if srv.ConfigRevision != revs[srv.Name] {
 			t.Errorf("%s reports revision %q, its ConfigMap holds %q", srv.Name, srv.ConfigRevision, revs[srv.Name])
 		}
-		pod, err := s.Kube.CoreV1().Pods("nats").Get(ctx, srv.Name+"-0", metav1.GetOptions{})
+		pod, err := s.Kube.CoreV1().Pods(s.NS).Get(ctx, srv.Name+"-0", metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -201,15 +203,16 @@ func checkServersRunTheirRevision(ctx context.Context, t *testing.T, s *framewor
 // ("config reload not supported for ServerName"). The node updates mounted
 // ConfigMaps every 30 s, so the edit is what the server reloads.
 func TestRefusedReloadBecomesARestart(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	s := framework.StartStackWithNode(ctx, t, localnode.Options{SyncPeriod: 30 * time.Second})
 	nc := settledCluster(ctx, t, s, "")
 	first := expectedOrder(nc.Status.JetStream.MetaLeader)[0]
 	pod := first + "-0"
-	before := s.PodUIDs(ctx, "nats", pod)
+	before := s.PodUIDs(ctx, s.NS, pod)
 
-	dir := s.Node.VolumePath("nats", pod, render.ConfigVolumeName)
+	dir := s.Node.VolumePath(s.NS, pod, render.ConfigVolumeName)
 	if dir == "" {
 		t.Fatalf("the node runs no pod %s", pod)
 	}
@@ -240,7 +243,7 @@ func TestRefusedReloadBecomesARestart(t *testing.T) {
 
 	var why string
 	poll.Eventually(t, 2*time.Minute, 250*time.Millisecond, "a restart reason with nats-server's refusal", func() error {
-		got, err := s.Cluster(ctx, "nats", "demo")
+		got, err := s.Cluster(ctx, s.NS, "demo")
 		if err != nil {
 			return err
 		}
@@ -255,13 +258,13 @@ func TestRefusedReloadBecomesARestart(t *testing.T) {
 		t.Errorf("restartReason %q, want it to start with %q", why, want)
 	}
 	poll.Eventually(t, 2*time.Minute, 250*time.Millisecond, first+" restarted", func() error {
-		if uid := s.PodUIDs(ctx, "nats", pod)[pod]; uid == "" || uid == before[pod] {
+		if uid := s.PodUIDs(ctx, s.NS, pod)[pod]; uid == "" || uid == before[pod] {
 			return fmt.Errorf("%s has UID %q", pod, uid)
 		}
 		return nil
 	})
 	poll.Eventually(t, 30*time.Second, 250*time.Millisecond, "a ReloadRefused Event", func() error {
-		ev, err := s.Events(ctx, "nats", "demo", clusterv1beta1.EventReloadRefused)
+		ev, err := s.Events(ctx, s.NS, "demo", clusterv1beta1.EventReloadRefused)
 		if err != nil || len(ev) == 0 {
 			return fmt.Errorf("%d Events (%v)", len(ev), err)
 		}

@@ -28,9 +28,10 @@ import (
 // streams have 3 current copies again, demo-1's among them, and every
 // acknowledged message of both streams is readable.
 func TestReplaceServerUnderLoad(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	s := framework.StartStack(ctx, t)
+	s := framework.Shared(ctx, t, nsReplace)
 	conn, js := clusterOf(ctx, t, s, 3, nil)
 	one := createStreamOn(ctx, t, conn, js, "ONE", []string{"demo-1"})
 	t.Logf("R1 stream ONE is on %s", one)
@@ -45,7 +46,7 @@ func TestReplaceServerUnderLoad(t *testing.T) {
 		return nil
 	})
 	claimUID := func() string {
-		c, err := s.Kube.CoreV1().PersistentVolumeClaims("nats").Get(ctx, "data-demo-1-0", metav1.GetOptions{})
+		c, err := s.Kube.CoreV1().PersistentVolumeClaims(s.NS).Get(ctx, "data-demo-1-0", metav1.GetOptions{})
 		if err != nil {
 			return ""
 		}
@@ -53,12 +54,12 @@ func TestReplaceServerUnderLoad(t *testing.T) {
 	}
 	oldClaim := claimUID()
 	stay := []string{"demo-0-0", "demo-2-0"}
-	before := s.PodUIDs(ctx, "nats", stay...)
+	before := s.PodUIDs(ctx, s.NS, stay...)
 
 	patchCluster(ctx, t, s, `{"metadata":{"annotations":{"`+clusterv1beta1.AnnotationReplaceServer+`":"demo-1"}}}`)
 	var held string
 	poll.Eventually(t, time.Minute, 250*time.Millisecond, "ReplaceBlocked", func() error {
-		nc, err := s.Cluster(ctx, "nats", "demo")
+		nc, err := s.Cluster(ctx, s.NS, "demo")
 		if err != nil {
 			return err
 		}
@@ -71,8 +72,8 @@ func TestReplaceServerUnderLoad(t *testing.T) {
 	})
 	t.Logf("held: %s", held)
 	requireContains(t, "the hold", held, "$G/ONE", "$G/ORDERS", "--replicas 3")
-	time.Sleep(10 * time.Second)
-	if got := s.PodUIDs(ctx, "nats", append(slices.Clone(stay), "demo-1-0")...); got["demo-1-0"] == "" || claimUID() != oldClaim {
+	time.Sleep(heldFor)
+	if got := s.PodUIDs(ctx, s.NS, append(slices.Clone(stay), "demo-1-0")...); got["demo-1-0"] == "" || claimUID() != oldClaim {
 		t.Fatalf("demo-1 touched while the replacement was held: pods %v", got)
 	}
 
@@ -83,7 +84,7 @@ func TestReplaceServerUnderLoad(t *testing.T) {
 	}
 	var phases []string
 	poll.Eventually(t, 8*time.Minute, 250*time.Millisecond, "demo-1 replaced: annotation cleared, Settled and UpToDate", func() error {
-		nc, err := s.Cluster(ctx, "nats", "demo")
+		nc, err := s.Cluster(ctx, s.NS, "demo")
 		if err != nil {
 			return err
 		}
@@ -105,14 +106,14 @@ func TestReplaceServerUnderLoad(t *testing.T) {
 			t.Errorf("status.removals never showed %q (saw %v)", want, phases)
 		}
 	}
-	nc, _ := s.Cluster(ctx, "nats", "demo")
+	nc, _ := s.Cluster(ctx, s.NS, "demo")
 	if _, ok := nc.Annotations[clusterv1beta1.AnnotationReplaceRejoining]; ok {
 		t.Errorf("the controller's mark %s was not cleared", clusterv1beta1.AnnotationReplaceRejoining)
 	}
 	if now := claimUID(); now == "" || now == oldClaim {
 		t.Errorf("demo-1's claim is %q, want a new one (was %s)", now, oldClaim)
 	}
-	if after := s.PodUIDs(ctx, "nats", stay...); !equalMaps(after, before) {
+	if after := s.PodUIDs(ctx, s.NS, stay...); !equalMaps(after, before) {
 		t.Errorf("demo-0 or demo-2 restarted during the replacement: %v, before %v", after, before)
 	}
 	members := metaMembers(ctx, t, s, []string{"demo-0", "demo-1", "demo-2"}, nc.Status.JetStream.MetaLeader)

@@ -37,7 +37,7 @@ func waitVersion(ctx context.Context, t *testing.T, s *framework.Stack, version 
 	t.Helper()
 	var nc *clusterv1beta1.NatsCluster
 	poll.Eventually(t, time.Minute, 250*time.Millisecond, "every server to report "+version, func() error {
-		got, err := s.Cluster(ctx, "nats", "demo")
+		got, err := s.Cluster(ctx, s.NS, "demo")
 		if err != nil {
 			return err
 		}
@@ -52,7 +52,7 @@ func waitVersion(ctx context.Context, t *testing.T, s *framework.Stack, version 
 
 func patchCluster(ctx context.Context, t *testing.T, s *framework.Stack, patch string) {
 	t.Helper()
-	if _, err := s.Nats.ClusterV1beta1().NatsClusters("nats").Patch(ctx, "demo", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+	if _, err := s.Nats.ClusterV1beta1().NatsClusters(s.NS).Patch(ctx, "demo", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatalf("patching NatsCluster with %s: %v", patch, err)
 	}
 }
@@ -70,7 +70,7 @@ func startLoadedCluster(ctx context.Context, t *testing.T, s *framework.Stack, v
 // publisher writing to it without pause.
 func loadCluster(ctx context.Context, t *testing.T, s *framework.Stack) (jetstream.JetStream, *framework.Publisher) {
 	t.Helper()
-	conn := framework.Connect(t, s.PodURLs(ctx, t, "nats", "demo"))
+	conn := framework.Connect(t, s.PodURLs(ctx, t, s.NS, "demo"))
 	js, err := jetstream.New(conn)
 	if err != nil {
 		t.Fatal(err)
@@ -105,13 +105,13 @@ func verifyNoLossOf(ctx context.Context, t *testing.T, s *framework.Stack, strea
 	var readErr error
 	defer func() {
 		if t.Failed() && readErr != nil {
-			s.DiagnoseServers(ctx, t, "nats", "demo", opts...)
+			s.DiagnoseServers(ctx, t, s.NS, "demo", opts...)
 		}
 	}()
 	start, attempt := time.Now(), 0
 	poll.Eventually(t, 2*time.Minute, time.Second, "reading the stream back", func() error {
 		attempt++
-		conn, err := nats.Connect(strings.Join(s.PodURLs(ctx, t, "nats", "demo"), ","), append([]nats.Option{nats.Timeout(2 * time.Second)}, opts...)...)
+		conn, err := nats.Connect(strings.Join(s.PodURLs(ctx, t, s.NS, "demo"), ","), append([]nats.Option{nats.Timeout(2 * time.Second)}, opts...)...)
 		if err != nil {
 			return err
 		}
@@ -145,9 +145,10 @@ func verifyNoLossOf(ctx context.Context, t *testing.T, s *framework.Stack, strea
 // highest ordinal first and the meta leader last, each after Settled, while
 // a publisher writes without pause; no acknowledged message is lost.
 func TestRollingUpgradeUnderLoad(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	s := framework.StartStack(ctx, t)
+	s := framework.Shared(ctx, t, nsRollout)
 	nc, js, pub := startLoadedCluster(ctx, t, s, "2.15.1")
 	leader := nc.Status.JetStream.MetaLeader
 	want := expectedOrder(leader)
@@ -157,7 +158,7 @@ func TestRollingUpgradeUnderLoad(t *testing.T) {
 	publishBulk(ctx, t, js, "ORDERS.bulk", 150000)
 	t.Logf("meta leader %s; expected order %v", leader, want)
 
-	tr, err := s.StartTracker(ctx, "nats", "demo", servers, 100*time.Millisecond)
+	tr, err := s.StartTracker(ctx, s.NS, "demo", servers, 100*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +170,7 @@ func TestRollingUpgradeUnderLoad(t *testing.T) {
 	// Record the status mid-way: once the first server has been stepped.
 	var mid *clusterv1beta1.RolloutStatus
 	poll.Eventually(t, 5*time.Minute, 100*time.Millisecond, "a mid-rollout status", func() error {
-		got, err := s.Cluster(ctx, "nats", "demo")
+		got, err := s.Cluster(ctx, s.NS, "demo")
 		if err != nil {
 			return err
 		}
@@ -185,7 +186,7 @@ func TestRollingUpgradeUnderLoad(t *testing.T) {
 	b, _ := json.Marshal(mid)
 	t.Logf("status.rollout mid-way: %s", b)
 
-	s.WaitSettledUpToDate(ctx, t, "nats", "demo", 10*time.Minute)
+	s.WaitSettledUpToDate(ctx, t, s.NS, "demo", 10*time.Minute)
 	final := waitVersion(ctx, t, s, "2.15.2")
 	settledAt := time.Now()
 	wall := time.Since(applied)
@@ -303,7 +304,7 @@ func createReadDurables(ctx context.Context, t *testing.T, js jetstream.JetStrea
 // "no responders" fails the test. The time from Settled to done is logged.
 func servedFromEveryServer(ctx context.Context, t *testing.T, s *framework.Stack, durables map[string]string, settledAt time.Time) {
 	t.Helper()
-	pods, err := s.Kube.CoreV1().Pods("nats").List(ctx, metav1.ListOptions{LabelSelector: "cluster.nats-operator.io/cluster=demo"})
+	pods, err := s.Kube.CoreV1().Pods(s.NS).List(ctx, metav1.ListOptions{LabelSelector: "cluster.nats-operator.io/cluster=demo"})
 	if err != nil {
 		t.Fatal(err)
 	}

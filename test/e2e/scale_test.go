@@ -24,12 +24,13 @@ import (
 // members, the stream keeps its leader and replicas, and no acknowledged
 // message is lost.
 func TestScaleUpUnderLoadRestartsNoServer(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	s := framework.StartStack(ctx, t)
+	s := framework.Shared(ctx, t, nsScaleUp)
 	_, js, pub := startLoadedCluster(ctx, t, s, "")
 	pods := []string{"demo-0-0", "demo-1-0", "demo-2-0"}
-	before := s.PodUIDs(ctx, "nats", pods...)
+	before := s.PodUIDs(ctx, s.NS, pods...)
 	streamBefore := streamPlacement(ctx, t, js, "ORDERS")
 	t.Logf("before: pods %v; ORDERS %s", before, streamBefore)
 
@@ -38,7 +39,7 @@ func TestScaleUpUnderLoadRestartsNoServer(t *testing.T) {
 
 	var scaling string
 	poll.Eventually(t, 2*time.Minute, 100*time.Millisecond, "Progressing=True ScalingUp", func() error {
-		nc, err := s.Cluster(ctx, "nats", "demo")
+		nc, err := s.Cluster(ctx, s.NS, "demo")
 		if err != nil {
 			return err
 		}
@@ -53,7 +54,7 @@ func TestScaleUpUnderLoadRestartsNoServer(t *testing.T) {
 
 	var final *clusterv1beta1.NatsCluster
 	poll.Eventually(t, 5*time.Minute, 250*time.Millisecond, "5 servers Settled and UpToDate", func() error {
-		nc, err := s.Cluster(ctx, "nats", "demo")
+		nc, err := s.Cluster(ctx, s.NS, "demo")
 		if err != nil {
 			return err
 		}
@@ -74,7 +75,7 @@ func TestScaleUpUnderLoadRestartsNoServer(t *testing.T) {
 	if !slices.Equal(members, names) {
 		t.Errorf("the meta group has members %v, want %v", members, names)
 	}
-	after := s.PodUIDs(ctx, "nats", pods...)
+	after := s.PodUIDs(ctx, s.NS, pods...)
 	for _, p := range pods {
 		if before[p] == "" || after[p] != before[p] {
 			t.Errorf("pod %s had UID %q before and %q after: it was restarted", p, before[p], after[p])
@@ -118,10 +119,10 @@ func streamPlacement(ctx context.Context, t *testing.T, js jetstream.JetStream, 
 // reports them on its monitoring port.
 func metaMembers(ctx context.Context, t *testing.T, s *framework.Stack, servers []string, leader string) []string {
 	t.Helper()
-	target := observe.Target{Cluster: "nats/demo"}
+	target := observe.Target{Cluster: s.NS + "/demo"}
 	for _, srv := range servers {
 		addr := observe.ServerAddr{Name: srv}
-		if pod, err := s.Kube.CoreV1().Pods("nats").Get(ctx, srv+"-0", metav1.GetOptions{}); err == nil && kubeutil.PodReady(pod) {
+		if pod, err := s.Kube.CoreV1().Pods(s.NS).Get(ctx, srv+"-0", metav1.GetOptions{}); err == nil && kubeutil.PodReady(pod) {
 			addr.Host = pod.Status.PodIP
 		}
 		target.Servers = append(target.Servers, addr)

@@ -53,10 +53,11 @@ func secretReads(t *testing.T, s *framework.Stack) map[string][]time.Time {
 // Secret re-queues the cluster: the controller reads the new values within
 // a second.
 func TestOnlyTheSecretsAClusterNamesAreRead(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	s := framework.StartStack(ctx, t, "-v=6")
-	s.CreateNamespace(ctx, t, "nats")
+	s.CreateNamespace(ctx, t, s.NS)
 	s.CreateNamespace(ctx, t, "elsewhere")
 	for _, ns := range []string{"nats", "elsewhere"} {
 		sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "unrelated", Namespace: ns}, Data: map[string][]byte{"password": []byte("hunter2")}}
@@ -65,8 +66,8 @@ func TestOnlyTheSecretsAClusterNamesAreRead(t *testing.T) {
 		}
 	}
 	ca := clientTLSSecret(ctx, t, s)
-	s.ApplyExample(ctx, t, "nats", "natscluster-jetstream.yaml", withClientTLS)
-	s.WaitSettledUpToDate(ctx, t, "nats", "demo", 3*time.Minute)
+	s.ApplyExample(ctx, t, s.NS, "natscluster-jetstream.yaml", withClientTLS)
+	s.WaitSettledUpToDate(ctx, t, s.NS, "demo", 3*time.Minute)
 
 	changed := time.Now()
 	writeClientCert(ctx, t, s, ca, true)

@@ -49,7 +49,7 @@ func claims(ctx context.Context, t *testing.T, s *framework.Stack) (uids, capaci
 	t.Helper()
 	uids, capacity = map[string]string{}, map[string]string{}
 	for _, srv := range servers {
-		c, err := s.Kube.CoreV1().PersistentVolumeClaims("nats").Get(ctx, "data-"+srv+"-0", metav1.GetOptions{})
+		c, err := s.Kube.CoreV1().PersistentVolumeClaims(s.NS).Get(ctx, "data-"+srv+"-0", metav1.GetOptions{})
 		if err != nil {
 			continue
 		}
@@ -64,7 +64,7 @@ func maxStorage(ctx context.Context, t *testing.T, s *framework.Stack) map[strin
 	t.Helper()
 	out := map[string]int64{}
 	for _, srv := range servers {
-		pod, err := s.Kube.CoreV1().Pods("nats").Get(ctx, srv+"-0", metav1.GetOptions{})
+		pod, err := s.Kube.CoreV1().Pods(s.NS).Get(ctx, srv+"-0", metav1.GetOptions{})
 		if err != nil || pod.Status.PodIP == "" {
 			continue
 		}
@@ -95,16 +95,17 @@ func maxStorage(ctx context.Context, t *testing.T, s *framework.Stack) map[strin
 // the claim) is then reloaded: every server's /varz reports it, applied by
 // Reload. Every acknowledged message is readable.
 func TestStorageGrowsInPlaceOnAnExpandableClass(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
-	s := framework.StartStack(ctx, t)
+	s := framework.Shared(ctx, t, nsStorageGrow)
 	storageClass(ctx, t, s, "expandable", true)
 	conn, js := clusterOf(ctx, t, s, 3, withClass("expandable"))
 	createStreamOn(ctx, t, conn, js, "ONE", []string{"demo-1"})
 	orders := framework.StartPublisher(ctx, js, "ORDERS.new")
 	ones := framework.StartPublisher(ctx, js, "ONE.new")
 	pods := []string{"demo-0-0", "demo-1-0", "demo-2-0"}
-	before := s.PodUIDs(ctx, "nats", pods...)
+	before := s.PodUIDs(ctx, s.NS, pods...)
 	uidsBefore, _ := claims(ctx, t, s)
 	t.Logf("max_storage before: %v", maxStorage(ctx, t, s))
 
@@ -112,7 +113,7 @@ func TestStorageGrowsInPlaceOnAnExpandableClass(t *testing.T) {
 	patchCluster(ctx, t, s, storagePatch)
 	var messages []string
 	poll.Eventually(t, 6*time.Minute, 250*time.Millisecond, "every claim 2Gi, Settled and UpToDate", func() error {
-		nc, err := s.Cluster(ctx, "nats", "demo")
+		nc, err := s.Cluster(ctx, s.NS, "demo")
 		if err != nil {
 			return err
 		}
@@ -134,13 +135,13 @@ func TestStorageGrowsInPlaceOnAnExpandableClass(t *testing.T) {
 	if len(messages) == 0 {
 		t.Error("Progressing never read ExpandingStorage")
 	}
-	if after := s.PodUIDs(ctx, "nats", pods...); !equalMaps(after, before) {
+	if after := s.PodUIDs(ctx, s.NS, pods...); !equalMaps(after, before) {
 		t.Errorf("pods were deleted: %v, before %v", after, before)
 	}
 	if uids, _ := claims(ctx, t, s); !equalMaps(uids, uidsBefore) {
 		t.Errorf("claims were replaced: %v, before %v", uids, uidsBefore)
 	}
-	nc, _ := s.Cluster(ctx, "nats", "demo")
+	nc, _ := s.Cluster(ctx, s.NS, "demo")
 	if nc.Status.Config == nil || nc.Status.Config.AppliedBy != clusterv1beta1.AppliedByReload {
 		t.Errorf("status.config %+v, want the raised max_file_store applied by Reload", nc.Status.Config)
 	}
@@ -166,9 +167,10 @@ func TestStorageGrowsInPlaceOnAnExpandableClass(t *testing.T) {
 // see TestReplaceServerUnderLoad) until ONE is raised to R3 as the hold
 // says; no acknowledged message is lost.
 func TestStorageReplacesServersOnAClassThatCannotExpand(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	s := framework.StartStack(ctx, t)
+	s := framework.Shared(ctx, t, nsStorageReplace)
 	storageClass(ctx, t, s, "fixed", false)
 	conn, js := clusterOf(ctx, t, s, 3, withClass("fixed"))
 	createStreamOn(ctx, t, conn, js, "ONE", []string{"demo-1"})
@@ -182,7 +184,7 @@ func TestStorageReplacesServersOnAClassThatCannotExpand(t *testing.T) {
 	replaced := map[string]time.Duration{}
 	raised := false
 	poll.Eventually(t, 15*time.Minute, 250*time.Millisecond, "every server replaced with a 2Gi claim, Settled and UpToDate", func() error {
-		nc, err := s.Cluster(ctx, "nats", "demo")
+		nc, err := s.Cluster(ctx, s.NS, "demo")
 		if err != nil {
 			return err
 		}

@@ -48,6 +48,7 @@ func crashingServer(t *testing.T) func(string) (string, error) {
 // not Settled (the rest is), with no annotation; no other server restarts
 // and no acknowledged message is lost.
 func TestStuckServerIsNamedAndARevertRecoversIt(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	s := framework.StartStackWithNode(ctx, t, localnode.Options{BinaryForVersion: crashingServer(t)})
@@ -69,12 +70,12 @@ func TestStuckServerIsNamedAndARevertRecoversIt(t *testing.T) {
 		{crashingVersion, "CrashLoopBackOff", []string{"CrashLoopBackOff: exit code 1", "Duplicate 'store_dir' configuration"}},
 	} {
 		i := slices.Index([]string{"2.15.99", crashingVersion}, tc.version)
-		uids := s.PodUIDs(ctx, "nats", others...)
+		uids := s.PodUIDs(ctx, s.NS, others...)
 		patched := time.Now()
 		patchCluster(ctx, t, s, fmt.Sprintf(`{"spec":{"version":%q}}`, tc.version))
 		var stuck *clusterv1beta1.NatsCluster
 		poll.Eventually(t, 30*time.Second, 250*time.Millisecond, first+" named with "+tc.reason, func() error {
-			c, err := s.Cluster(ctx, "nats", "demo")
+			c, err := s.Cluster(ctx, s.NS, "demo")
 			if err != nil {
 				return err
 			}
@@ -104,7 +105,7 @@ func TestStuckServerIsNamedAndARevertRecoversIt(t *testing.T) {
 			t.Errorf("the message does not name the way out: %s", msg)
 		}
 		poll.Eventually(t, 10*time.Second, 250*time.Millisecond, "a ServerCannotStart Event", func() error {
-			events, err := s.Events(ctx, "nats", "demo", clusterv1beta1.EventServerCannotStart)
+			events, err := s.Events(ctx, s.NS, "demo", clusterv1beta1.EventServerCannotStart)
 			if err != nil {
 				return err
 			}
@@ -120,7 +121,7 @@ func TestStuckServerIsNamedAndARevertRecoversIt(t *testing.T) {
 		patchCluster(ctx, t, s, `{"spec":{"version":"2.15.2"}}`)
 		var restartMsg string
 		poll.Eventually(t, 60*time.Second, 250*time.Millisecond, "Ready, Settled and UpToDate on 2.15.2 after the revert", func() error {
-			c, err := s.Cluster(ctx, "nats", "demo")
+			c, err := s.Cluster(ctx, s.NS, "demo")
 			if err != nil {
 				return err
 			}
@@ -139,7 +140,7 @@ func TestStuckServerIsNamedAndARevertRecoversIt(t *testing.T) {
 		if restartMsg != "" {
 			t.Logf("Progressing seen after the revert: %s", restartMsg)
 		}
-		events, err := s.Events(ctx, "nats", "demo", clusterv1beta1.EventServerRestarted)
+		events, err := s.Events(ctx, s.NS, "demo", clusterv1beta1.EventServerRestarted)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -155,7 +156,7 @@ func TestStuckServerIsNamedAndARevertRecoversIt(t *testing.T) {
 		if !found {
 			t.Errorf("no ServerRestarted Event for the revert's step through the closed gate, counted 1 of 1")
 		}
-		if now := s.PodUIDs(ctx, "nats", others...); fmt.Sprint(now) != fmt.Sprint(uids) {
+		if now := s.PodUIDs(ctx, s.NS, others...); fmt.Sprint(now) != fmt.Sprint(uids) {
 			t.Errorf("other servers were restarted: %v -> %v", uids, now)
 		}
 	}

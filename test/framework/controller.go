@@ -30,6 +30,14 @@ var (
 // process.
 func ControllerBinary(t testing.TB) string {
 	t.Helper()
+	bin, err := controllerBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+func controllerBinary() (string, error) {
 	buildOnce.Do(func() {
 		root, err := testenv.RepoRoot()
 		if err != nil {
@@ -48,10 +56,7 @@ func ControllerBinary(t testing.TB) string {
 			buildErr = fmt.Errorf("go build ./cmd/nats-operator: %v\n%s", err, out)
 		}
 	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
+	return binPath, buildErr
 }
 
 // KeptDir returns a new directory that is removed when the test passes and
@@ -80,6 +85,8 @@ func RemoveBinaries() {
 
 // Controller is a running nats-operator process: the controller under test.
 type Controller struct {
+	// t fails the test when the process cannot start; nil for the
+	// package's shared controller, which panics instead.
 	t          testing.TB
 	bin        string
 	args       []string
@@ -123,29 +130,11 @@ func StartController(ctx context.Context, t testing.TB, env *testenv.Env, extraA
 
 func startController(ctx context.Context, t testing.TB, env *testenv.Env, extraArgs ...string) *Controller {
 	t.Helper()
-	cfg, err := env.ServiceAccountConfig(ctx, "nats-system", "nats-operator")
+	c, err := newController(ctx, env, KeptDir(t, "controller"), ControllerBinary(t), extraArgs...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := KeptDir(t, "controller")
-	kubeconfig := filepath.Join(dir, "controller.kubeconfig")
-	if err := testenv.WriteKubeconfig(kubeconfig, cfg); err != nil {
-		t.Fatal(err)
-	}
-	health, metrics := freeAddr(t), freeAddr(t)
-	c := &Controller{
-		t:          t,
-		bin:        ControllerBinary(t),
-		Kubeconfig: kubeconfig,
-		LogPath:    filepath.Join(dir, "controller.log"),
-		HealthURL:  "http://" + health,
-		MetricsURL: "http://" + metrics + "/metrics",
-		args: append([]string{
-			"--kubeconfig", kubeconfig,
-			"--leader-elect=true", "--leader-elect-namespace=nats-system",
-			"--health-addr", health, "--metrics-addr", metrics, "-v=4",
-		}, extraArgs...),
-	}
+	c.t = t
 	c.Start()
 	t.Cleanup(func() {
 		c.Stop()
@@ -156,23 +145,68 @@ func startController(ctx context.Context, t testing.TB, env *testenv.Env, extraA
 	return c
 }
 
+// newController prepares a controller process (not started) running as the
+// nats-system/nats-operator ServiceAccount, its kubeconfig and log in dir.
+func newController(ctx context.Context, env *testenv.Env, dir, bin string, extraArgs ...string) (*Controller, error) {
+	cfg, err := env.ServiceAccountConfig(ctx, "nats-system", "nats-operator")
+	if err != nil {
+		return nil, err
+	}
+	kubeconfig := filepath.Join(dir, "controller.kubeconfig")
+	if err := testenv.WriteKubeconfig(kubeconfig, cfg); err != nil {
+		return nil, err
+	}
+	health, err := freeAddrErr()
+	if err != nil {
+		return nil, err
+	}
+	metrics, err := freeAddrErr()
+	if err != nil {
+		return nil, err
+	}
+	return &Controller{
+		bin:        bin,
+		Kubeconfig: kubeconfig,
+		LogPath:    filepath.Join(dir, "controller.log"),
+		HealthURL:  "http://" + health,
+		MetricsURL: "http://" + metrics + "/metrics",
+		args: append([]string{
+			"--kubeconfig", kubeconfig,
+			"--leader-elect=true", "--leader-elect-namespace=nats-system",
+			"--health-addr", health, "--metrics-addr", metrics, "-v=4",
+		}, extraArgs...),
+	}, nil
+}
+
 // Start starts the process (again).
 func (c *Controller) Start() {
-	c.t.Helper()
+	if c.t != nil {
+		c.t.Helper()
+	}
+	if err := c.start(); err != nil {
+		if c.t == nil {
+			panic(err)
+		}
+		c.t.Fatal(err)
+	}
+}
+
+func (c *Controller) start() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	f, err := os.OpenFile(c.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		c.t.Fatal(err)
+		return err
 	}
 	defer f.Close()
 	cmd := exec.Command(c.bin, c.args...)
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		c.t.Fatal(err)
+		return err
 	}
 	c.cmd = cmd
+	return nil
 }
 
 // Kill sends SIGKILL and waits for the process to exit.
@@ -265,11 +299,11 @@ func (c *Controller) Log() string {
 	return string(b)
 }
 
-func freeAddr(t testing.TB) string {
+func freeAddrErr() (string, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	defer l.Close()
-	return l.Addr().String()
+	return l.Addr().String(), nil
 }

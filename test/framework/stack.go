@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
 	"github.com/nats-operator/nats-operator/internal/poll"
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
@@ -26,6 +25,9 @@ import (
 // Stack is the whole local stack: control plane with kube-controller-manager,
 // a local node running pods as nats-server processes, and the controller.
 type Stack struct {
+	// NS is the test's namespace: its own on the package stack (Shared,
+	// OwnController), "nats" on a stack of its own (StartStack).
+	NS         string
 	Env        *testenv.Env
 	Node       *localnode.Node
 	Controller *Controller
@@ -69,17 +71,8 @@ func StartStackWithoutController(ctx context.Context, t testing.TB, nodeOpts loc
 			t.Logf("pod logs: %s", filepath.Join(root, "logs"))
 		}
 	})
-	// The test's own clients poll often (the tracker asks for every pod ten
-	// times a second); client-go's default of 5 requests a second would
-	// throttle them into seconds-long gaps.
-	cfg := rest.CopyConfig(env.Config)
-	cfg.QPS, cfg.Burst = 500, 1000
-	s := &Stack{
-		Env:  env,
-		Node: node,
-		Kube: kubernetes.NewForConfigOrDie(cfg),
-		Nats: versioned.NewForConfigOrDie(cfg),
-	}
+	s := newStack(env, node)
+	s.NS = "nats"
 	return s
 }
 

@@ -99,6 +99,9 @@ func Start(t testing.TB, opts Options) *Env {
 	return env
 }
 
+// KeepLogs keeps the control plane's directory (its logs) when it stops.
+func (e *Env) KeepLogs() { e.keepDir = true }
+
 // StartMain starts a control plane outside of a test, for TestMain. The
 // returned function stops it and removes its directory; set
 // NATS_OPERATOR_TESTENV_KEEP=1 to keep the logs.
