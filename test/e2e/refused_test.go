@@ -140,7 +140,7 @@ func TestRefusedWriteIsReportedAndFixingItProceeds(t *testing.T) {
 	})
 	cond := conditionOf(held, clusterv1beta1.ConditionProgressing)
 	t.Logf("after %s: %s: %s", time.Since(applied).Round(time.Millisecond), cond.Reason, cond.Message)
-	for _, want := range []string{"StatefulSet "+s.NS+"/demo-", policyMessage} {
+	for _, want := range []string{"StatefulSet " + s.NS + "/demo-", policyMessage} {
 		if !strings.Contains(cond.Message, want) {
 			t.Errorf("the Progressing message does not carry %q: %s", want, cond.Message)
 		}

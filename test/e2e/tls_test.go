@@ -30,7 +30,9 @@ import (
 
 // clientNames are the names the client certificate is for: the client
 // Service's in namespace ns.
-func clientNames(ns string) []string { return []string{clientName(ns), clientName(ns) + ".cluster.local"} }
+func clientNames(ns string) []string {
+	return []string{clientName(ns), clientName(ns) + ".cluster.local"}
+}
 
 // clientName is the client Service's name in namespace ns.
 func clientName(ns string) string { return "demo." + ns + ".svc" }
