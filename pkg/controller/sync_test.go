@@ -52,6 +52,9 @@ type fixture struct {
 	t           *testing.T
 	nc          *clusterv1beta1.NatsCluster
 	kubeObjects []runtime.Object
+	// uncached are objects the API server holds that the caches have not
+	// seen yet (the fake clientset has them, the informers do not).
+	uncached []runtime.Object
 	// natsObjects are NatsOperatorTrusts and NatsAccountTrusts.
 	natsObjects []runtime.Object
 	snap        *observe.Snapshot
@@ -79,7 +82,7 @@ func newFixture(t *testing.T, nc *clusterv1beta1.NatsCluster, objs ...runtime.Ob
 func (f *fixture) sync() []core.Action {
 	f.t.Helper()
 	ctx := context.Background()
-	f.kube = k8sfake.NewClientset(f.kubeObjects...)
+	f.kube = k8sfake.NewClientset(append(slices.Clone(f.kubeObjects), f.uncached...)...)
 	f.nats = natsfake.NewSimpleClientset(append([]runtime.Object{f.nc}, f.natsObjects...)...)
 	ki := kubeinformers.NewSharedInformerFactory(f.kube, 0)
 	ni := natsinformers.NewSharedInformerFactory(f.nats, 0)
