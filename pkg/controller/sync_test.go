@@ -52,6 +52,12 @@ type fixture struct {
 	t           *testing.T
 	nc          *clusterv1beta1.NatsCluster
 	kubeObjects []runtime.Object
+	// uncached are objects the API server holds that the caches have not
+	// seen yet (the fake clientset has them, the informers do not).
+	uncached []runtime.Object
+	// kubeReactors go before the fake kube clientset's own, the first
+	// first: an API server that refuses some writes.
+	kubeReactors []kubeReactor
 	// natsObjects are NatsOperatorTrusts and NatsAccountTrusts.
 	natsObjects []runtime.Object
 	snap        *observe.Snapshot
@@ -59,6 +65,13 @@ type fixture struct {
 	kube     *k8sfake.Clientset
 	nats     *natsfake.Clientset
 	recorder *record.FakeRecorder
+}
+
+// kubeReactor is a reaction of the fake kube clientset to verb on resource
+// ("*" for any).
+type kubeReactor struct {
+	verb, resource string
+	fn             core.ReactionFunc
 }
 
 // newFixture syncs nc with the finalizer this controller adds to every
@@ -79,7 +92,10 @@ func newFixture(t *testing.T, nc *clusterv1beta1.NatsCluster, objs ...runtime.Ob
 func (f *fixture) sync() []core.Action {
 	f.t.Helper()
 	ctx := context.Background()
-	f.kube = k8sfake.NewClientset(f.kubeObjects...)
+	f.kube = k8sfake.NewClientset(append(slices.Clone(f.kubeObjects), f.uncached...)...)
+	for _, r := range slices.Backward(f.kubeReactors) {
+		f.kube.PrependReactor(r.verb, r.resource, r.fn)
+	}
 	f.nats = natsfake.NewSimpleClientset(append([]runtime.Object{f.nc}, f.natsObjects...)...)
 	ki := kubeinformers.NewSharedInformerFactory(f.kube, 0)
 	ni := natsinformers.NewSharedInformerFactory(f.nats, 0)
@@ -114,6 +130,49 @@ func (f *fixture) sync() []core.Action {
 		if a.GetVerb() != "list" && a.GetVerb() != "watch" && !secretRead {
 			out = append(out, a)
 		}
+	}
+	return out
+}
+
+// keepObjects makes what the API server holds after the last sync the
+// objects of the next (the caches then hold them too): the next sync starts
+// from the writes of this one.
+func (f *fixture) keepObjects() {
+	f.t.Helper()
+	ctx := context.Background()
+	must := func(err error) {
+		if err != nil {
+			f.t.Fatal(err)
+		}
+	}
+	all := metav1.ListOptions{}
+	cms, err := f.kube.CoreV1().ConfigMaps("").List(ctx, all)
+	must(err)
+	stss, err := f.kube.AppsV1().StatefulSets("").List(ctx, all)
+	must(err)
+	pods, err := f.kube.CoreV1().Pods("").List(ctx, all)
+	must(err)
+	svcs, err := f.kube.CoreV1().Services("").List(ctx, all)
+	must(err)
+	secrets, err := f.kube.CoreV1().Secrets("").List(ctx, all)
+	must(err)
+	pdbs, err := f.kube.PolicyV1().PodDisruptionBudgets("").List(ctx, all)
+	must(err)
+	nps, err := f.kube.NetworkingV1().NetworkPolicies("").List(ctx, all)
+	must(err)
+	f.kubeObjects = slices.Concat(itemsOf(cms.Items), itemsOf(stss.Items), itemsOf(pods.Items), itemsOf(svcs.Items),
+		itemsOf(secrets.Items), itemsOf(pdbs.Items), itemsOf(nps.Items))
+	f.uncached = nil
+}
+
+// itemsOf are pointers to a list's items, as runtime.Objects.
+func itemsOf[T any, P interface {
+	*T
+	runtime.Object
+}](items []T) []runtime.Object {
+	out := make([]runtime.Object, len(items))
+	for i := range items {
+		out[i] = P(&items[i])
 	}
 	return out
 }

@@ -2,13 +2,24 @@ package controller
 
 import (
 	"errors"
+	"net/http"
+	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	core "k8s.io/client-go/testing"
+
+	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
+	rt "github.com/nats-operator/nats-operator/pkg/render/rendertest"
 )
 
 func TestWriteErrorsTellRefusalsFromTransientFailures(t *testing.T) {
@@ -36,6 +47,180 @@ func TestWriteErrorsTellRefusalsFromTransientFailures(t *testing.T) {
 			}
 			if !errors.Is(err, tc.err) {
 				t.Errorf("%v does not wrap %v", err, tc.err)
+			}
+		})
+	}
+}
+
+// policyMessage is the message of memoryCap's admission policy.
+const policyMessage = "StatefulSets in this namespace may not ask for more than 2Gi of memory per container"
+
+// policyDenial is the error the API server returns when a
+// ValidatingAdmissionPolicy denies a write of StatefulSet name, as
+// k8s.io/apiserver's validating policy dispatcher makes it: a Forbidden whose
+// reason and code are those of the validation (Invalid, 422, when it names
+// none), the policy's message also a cause.
+func policyDenial(name string) *apierrors.StatusError {
+	msg := "ValidatingAdmissionPolicy 'memory-cap' with binding 'memory-cap' denied request: " + policyMessage
+	err := apierrors.NewForbidden(schema.GroupResource{Group: "apps", Resource: "statefulsets"}, name, errors.New(msg))
+	err.ErrStatus.Reason = metav1.StatusReasonInvalid
+	err.ErrStatus.Code = http.StatusUnprocessableEntity
+	err.ErrStatus.Details.Causes = append(err.ErrStatus.Details.Causes, metav1.StatusCause{Message: msg})
+	return err
+}
+
+// memoryCap is, for the fake clientset, the admission policy of test/e2e's
+// TestRefusedWriteIsReportedAndFixingItProceeds: the create or update of a
+// StatefulSet whose containers ask for more than 2Gi of memory is refused
+// with policyDenial; every other write goes on to the fake's tracker.
+var memoryCap = kubeReactor{verb: "*", resource: "statefulsets", fn: func(a core.Action) (bool, runtime.Object, error) {
+	var sts *appsv1.StatefulSet
+	switch a := a.(type) {
+	case core.CreateAction:
+		sts, _ = a.GetObject().(*appsv1.StatefulSet)
+	case core.UpdateAction:
+		sts, _ = a.GetObject().(*appsv1.StatefulSet)
+	}
+	if sts == nil {
+		return false, nil, nil
+	}
+	limit := resource.MustParse("2Gi")
+	for _, c := range sts.Spec.Template.Spec.Containers {
+		if m, ok := c.Resources.Limits[corev1.ResourceMemory]; ok && m.Cmp(limit) > 0 {
+			return true, nil, policyDenial(sts.Name)
+		}
+	}
+	return false, nil, nil
+}}
+
+// A StatefulSet write the API server refuses (memoryCap) ends the sync's
+// writes: Progressing=False ReconcileFailed with the API server's words, one
+// Warning Event saying the same, and nothing after it written (no server
+// created after a refused create, no pod deleted after a refused update).
+// Once the spec asks for what the policy allows, the next sync, from the
+// objects the first one left, takes the step.
+// TestWriteErrorsTellRefusalsFromTransientFailures proves which errors are
+// refusals; this proves what a sync does with one.
+func TestARefusedWriteIsReportedWithTheAPIServersWordsAndFixingTheSpecProceeds(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// fixture is a cluster whose spec asks for 4Gi.
+		fixture func(t *testing.T) *fixture
+		// refused is the StatefulSet whose write is refused.
+		refused string
+		// first and fixed are the writes of the sync refused and of the
+		// sync after the spec is fixed; fixedProgressing and fixedEvents
+		// the latter's Progressing reason and its Events' type and reason.
+		first, fixed     []string
+		fixedProgressing string
+		fixedEvents      [][2]string
+	}{
+		{
+			name: "creating a server",
+			fixture: func(t *testing.T) *fixture {
+				return newFixture(t, rt.NewCluster("nats", "demo", rt.MemoryLimit("4Gi")))
+			},
+			refused: "demo-0",
+			// demo-1 and demo-2 are not attempted.
+			first: []string{secrets, "create services demo", "create services demo-headless", "create poddisruptionbudgets demo", "create networkpolicies demo",
+				"create configmaps demo-0-config", "create statefulsets demo-0", "update natsclusters/status demo"},
+			// The ConfigMap the refused sync left is brought to the target
+			// before its StatefulSet is created.
+			fixed: []string{"update configmaps demo-0-config", "create statefulsets demo-0",
+				"create configmaps demo-1-config", "create statefulsets demo-1",
+				"create configmaps demo-2-config", "create statefulsets demo-2", "update natsclusters/status demo"},
+			fixedProgressing: clusterv1beta1.ReasonCreating,
+			fixedEvents:      [][2]string{{"Normal", clusterv1beta1.ReasonCreating}},
+		},
+		{
+			name: "a step updating a server",
+			fixture: func(t *testing.T) *fixture {
+				old := rt.NewCluster("nats", "demo")
+				secret, err := newSystemUserSecret(old)
+				if err != nil {
+					t.Fatal(err)
+				}
+				outOld := withSystemUser(t, old, secret)
+				nc := rt.NewCluster("nats", "demo", rt.MemoryLimit("4Gi"))
+				nc.Status.Config = &clusterv1beta1.ConfigStatus{Revision: outOld.Revision, AppliedBy: clusterv1beta1.AppliedByRestart}
+				f := newFixture(t, nc, append(running(t, outOld), secret)...)
+				f.snap = settled(outOld, outOld.Revision)
+				return f
+			},
+			refused: "demo-2",
+			// The step writes the ConfigMap first; its pod is not deleted.
+			first:            []string{"update configmaps demo-2-config", "update statefulsets demo-2", "update natsclusters/status demo"},
+			fixed:            []string{"update configmaps demo-2-config", "update statefulsets demo-2", "delete pods demo-2-0", "update natsclusters/status demo"},
+			fixedProgressing: clusterv1beta1.ReasonRollingRestart,
+			fixedEvents:      [][2]string{{"Normal", clusterv1beta1.EventServerRestarted}, {"Normal", clusterv1beta1.ReasonRollingRestart}},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := tc.fixture(t)
+			f.kubeReactors = []kubeReactor{memoryCap}
+			acts := f.sync()
+			if diff := cmp.Diff(expand(tc.first), describe(acts)); diff != "" {
+				t.Errorf("writes of the refused sync (-want +got):\n%s", diff)
+			}
+			refused := writtenStatus(acts)
+			if refused == nil {
+				t.Fatal("no status written")
+			}
+			p := meta.FindStatusCondition(refused.Status.Conditions, clusterv1beta1.ConditionProgressing)
+			if p == nil {
+				t.Fatal("no Progressing condition written")
+			}
+			if diff := cmp.Diff(
+				metav1.Condition{Type: clusterv1beta1.ConditionProgressing, Status: metav1.ConditionFalse, Reason: clusterv1beta1.ReasonReconcileFailed, ObservedGeneration: 1},
+				metav1.Condition{Type: p.Type, Status: p.Status, Reason: p.Reason, ObservedGeneration: p.ObservedGeneration},
+			); diff != "" {
+				t.Errorf("Progressing (-want +got):\n%s", diff)
+			}
+			for _, want := range []string{"StatefulSet nats/" + tc.refused + " ", policyDenial(tc.refused).Error()} {
+				if !strings.Contains(p.Message, want) {
+					t.Errorf("the Progressing message does not carry %q: %s", want, p.Message)
+				}
+			}
+			if diff := cmp.Diff([]string{"Warning " + clusterv1beta1.ReasonReconcileFailed + " " + p.Message}, events(f.recorder)); diff != "" {
+				t.Errorf("Events (-want +got):\n%s", diff)
+			}
+
+			// The fix: a memory limit the policy allows.
+			f.keepObjects()
+			fixed := refused.DeepCopy()
+			rt.MemoryLimit("1Gi")(fixed)
+			fixed.Generation++
+			f.nc = fixed
+			acts = f.sync()
+			if diff := cmp.Diff(expand(tc.fixed), describe(acts)); diff != "" {
+				t.Errorf("writes of the sync after the fix (-want +got):\n%s", diff)
+			}
+			st := writtenStatus(acts)
+			if st == nil {
+				t.Fatal("no status written after the fix")
+			}
+			p = meta.FindStatusCondition(st.Status.Conditions, clusterv1beta1.ConditionProgressing)
+			if p == nil {
+				t.Fatal("no Progressing condition written")
+			}
+			if diff := cmp.Diff(
+				metav1.Condition{Type: clusterv1beta1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: tc.fixedProgressing, ObservedGeneration: 2},
+				metav1.Condition{Type: p.Type, Status: p.Status, Reason: p.Reason, ObservedGeneration: p.ObservedGeneration},
+			); diff != "" {
+				t.Errorf("Progressing after the fix (-want +got):\n%s", diff)
+			}
+			// The Event of the hold ending, with the reason that follows it.
+			var got [][2]string
+			for _, e := range events(f.recorder) {
+				typ, rest, _ := strings.Cut(e, " ")
+				reason, msg, _ := strings.Cut(rest, " ")
+				got = append(got, [2]string{typ, reason})
+				if reason == tc.fixedProgressing && !strings.HasPrefix(msg, clusterv1beta1.ReasonReconcileFailed+" ended: ") {
+					t.Errorf("the %s Event does not say ReconcileFailed ended: %s", reason, msg)
+				}
+			}
+			if diff := cmp.Diff(tc.fixedEvents, got); diff != "" {
+				t.Errorf("Events after the fix (type, reason) (-want +got):\n%s", diff)
 			}
 		})
 	}
