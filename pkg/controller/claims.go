@@ -24,7 +24,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,7 +45,7 @@ func claimName(nc *clusterv1beta1.NatsCluster, ordinal int32) string {
 // or its class is returned for a retry.
 func (c *Controller) claimChange(ctx context.Context, nc *clusterv1beta1.NatsCluster, so *serverObjects, target *appsv1.StatefulSet, s *rollout.ServerState) error {
 	have, want := so.statefulSet.Spec.VolumeClaimTemplates, target.Spec.VolumeClaimTemplates
-	if apiequality.Semantic.DeepEqual(have, want) {
+	if render.SameClaimTemplates(have, want) {
 		return nil
 	}
 	s.ClaimTemplateDiffers = true
@@ -57,7 +56,7 @@ func (c *Controller) claimChange(ctx context.Context, nc *clusterv1beta1.NatsClu
 	old := have[0].Spec.Resources.Requests[corev1.ResourceStorage]
 	same := have[0].DeepCopy()
 	same.Spec.Resources.Requests[corev1.ResourceStorage] = size
-	if size.Cmp(old) <= 0 || !apiequality.Semantic.DeepEqual(same, &want[0]) {
+	if size.Cmp(old) <= 0 || !render.SameClaimTemplates([]corev1.PersistentVolumeClaim{*same}, want) {
 		return nil
 	}
 	// Only a larger storage request: the claim decides.

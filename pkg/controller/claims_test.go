@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -110,4 +111,33 @@ func conditionIn(nc *clusterv1beta1.NatsCluster, typ string) metav1.Condition {
 		return *c
 	}
 	return metav1.Condition{}
+}
+
+// A StatefulSet whose claim templates carry apiVersion and kind (as the API
+// server returns them, and as the informers of the namespaced install with
+// two or more namespaces cached them: every new JetStream server was
+// replaced right after creation) is the same server: the sync writes
+// nothing, replaces nothing, restarts nothing.
+func TestClaimTemplatesWithAPIVersionAndKindAreTheSame(t *testing.T) {
+	nc := rt.NewCluster("ns", "demo", rt.JetStream(), rt.Claim("1Gi", ""))
+	out := mustRender(t, nc)
+	nc.Status.Config = &clusterv1beta1.ConfigStatus{Revision: out.Revision, AppliedBy: clusterv1beta1.AppliedByRestart}
+	objs := running(t, out)
+	for _, o := range objs {
+		if sts, ok := o.(*appsv1.StatefulSet); ok {
+			for i := range sts.Spec.VolumeClaimTemplates {
+				sts.Spec.VolumeClaimTemplates[i].TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"}
+			}
+		}
+	}
+	f := newFixture(t, nc, objs...)
+	f.snap = settled(out, out.Revision)
+	first := f.sync()
+	assertActions(t, first, "update natsclusters/status demo")
+	st := writtenStatus(first)
+	if c := meta.FindStatusCondition(st.Status.Conditions, clusterv1beta1.ConditionProgressing); c == nil || c.Reason != clusterv1beta1.ReasonUpToDate {
+		t.Errorf("Progressing %+v, want UpToDate", c)
+	}
+	f.nc = st
+	assertActions(t, f.sync())
 }

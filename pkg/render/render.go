@@ -18,6 +18,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
@@ -312,14 +313,44 @@ func TemplateRevisionOf(sts *appsv1.StatefulSet) string {
 // change the template revision. spec is not modified.
 func claimsOfRunning(spec *appsv1.StatefulSetSpec, running []RunningServer, ordinal int32) *appsv1.StatefulSetSpec {
 	for _, r := range running {
-		if r.Ordinal != ordinal || r.StatefulSet == nil || apiequality.Semantic.DeepEqual(r.StatefulSet.Spec.VolumeClaimTemplates, spec.VolumeClaimTemplates) {
+		if r.Ordinal != ordinal || r.StatefulSet == nil || SameClaimTemplates(r.StatefulSet.Spec.VolumeClaimTemplates, spec.VolumeClaimTemplates) {
 			continue
 		}
 		c := *spec
-		c.VolumeClaimTemplates = r.StatefulSet.Spec.VolumeClaimTemplates
+		c.VolumeClaimTemplates = withoutTypeMeta(r.StatefulSet.Spec.VolumeClaimTemplates)
 		return &c
 	}
 	return spec
+}
+
+// SameClaimTemplates says whether two StatefulSets' claim templates ask for
+// the same claims: their metadata and spec, not their apiVersion and kind
+// (which an API server may fill in a template and a StatefulSet read
+// through another client or decoder may lack: measured, the namespaced
+// install's informers saw them where the cluster-wide one did not) nor their
+// status.
+func SameClaimTemplates(a, b []corev1.PersistentVolumeClaim) bool {
+	a, b = withoutTypeMeta(a), withoutTypeMeta(b)
+	for _, claims := range [][]corev1.PersistentVolumeClaim{a, b} {
+		for i := range claims {
+			claims[i].Status = corev1.PersistentVolumeClaimStatus{}
+		}
+	}
+	return apiequality.Semantic.DeepEqual(a, b)
+}
+
+// withoutTypeMeta is a copy of claims without apiVersion and kind, as
+// render makes them; claims is not modified.
+func withoutTypeMeta(claims []corev1.PersistentVolumeClaim) []corev1.PersistentVolumeClaim {
+	if claims == nil {
+		return nil
+	}
+	out := make([]corev1.PersistentVolumeClaim, len(claims))
+	for i := range claims {
+		claims[i].DeepCopyInto(&out[i])
+		out[i].TypeMeta = metav1.TypeMeta{}
+	}
+	return out
 }
 
 // templateDigest is the digest of a StatefulSet spec without the revision

@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
 	"github.com/nats-operator/nats-operator/pkg/render"
@@ -278,5 +279,35 @@ func TestAClaimTemplateChangeDoesNotChangeARunningServersTemplateRevision(t *tes
 	}
 	if b, a := before.Servers[2].TemplateRevision, after.Servers[2].TemplateRevision; a == b {
 		t.Errorf("demo-2 (no StatefulSet): template revision %s unchanged, want the new claim template in it", a)
+	}
+}
+
+// A running server whose StatefulSet's claim templates carry apiVersion and
+// kind (as the API server may return them) keeps its template revision, with
+// the same claim template or another.
+func TestClaimTemplatesWithAPIVersionAndKindKeepTheTemplateRevision(t *testing.T) {
+	nc := rt.NewCluster("default", "demo", rt.JetStream(), rt.Claim("1Gi", ""))
+	before, err := render.Render(render.Input{Cluster: nc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var running []render.RunningServer
+	for i := range 3 {
+		sts := before.Servers[i].StatefulSet.DeepCopy()
+		for j := range sts.Spec.VolumeClaimTemplates {
+			sts.Spec.VolumeClaimTemplates[j].TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"}
+		}
+		running = append(running, render.RunningServer{Ordinal: int32(i), StatefulSet: sts})
+	}
+	for _, spec := range []*clusterv1beta1.NatsCluster{nc, rt.NewCluster("default", "demo", rt.JetStream(), rt.Claim("2Gi", ""))} {
+		after, err := render.Render(render.Input{Cluster: spec, Running: running})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 3 {
+			if b, a := before.Servers[i].TemplateRevision, after.Servers[i].TemplateRevision; a != b {
+				t.Errorf("%s: template revision %s -> %s", after.Servers[i].Name, b, a)
+			}
+		}
 	}
 }
