@@ -53,17 +53,17 @@ func TestQuickstartWithoutAccessModesRuns(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	s := framework.Shared(ctx, t, nsQuickstart)
-	s.CreateNamespace(ctx, t, "nats-system")
+	s.CreateNamespace(ctx, t, s.NS)
 
 	var obj map[string]any
 	if err := yaml.Unmarshal([]byte(quickstart), &obj); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	s.ApplyObjects(ctx, t, "nats-system", &unstructured.Unstructured{Object: obj})
-	nc := s.WaitSettledUpToDate(ctx, t, "nats-system", "demo", 3*time.Minute)
+	s.ApplyObjects(ctx, t, s.NS, &unstructured.Unstructured{Object: obj})
+	nc := s.WaitSettledUpToDate(ctx, t, s.NS, "demo", 3*time.Minute)
 	t.Logf("Ready, Settled and UpToDate after %s: %s", time.Since(start).Round(time.Millisecond), framework.Conditions(nc))
-	pvc, err := s.Kube.CoreV1().PersistentVolumeClaims("nats-system").Get(ctx, "data-demo-0-0", metav1.GetOptions{})
+	pvc, err := s.Kube.CoreV1().PersistentVolumeClaims(s.NS).Get(ctx, "data-demo-0-0", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
