@@ -117,7 +117,7 @@ type Effect struct {
 	// reload (SIGHUP / $SYS.REQ.SERVER.<id>.RELOAD): nats-server accepts it,
 	// then reports the new config revision and a new config_load_time in
 	// /varz, and the cluster stays settled; established by the reload matrix
-	// in reload_matrix_test.go. The matrix also requires that the server
+	// in matrix/reload_matrix_test.go. The matrix also requires that the server
 	// then runs the change (tags, JetStream limits, accounts, resolver) and
 	// still fetches accounts from its peers, with and without auth. A version
 	// change never reloads: it is a new binary.
@@ -140,9 +140,9 @@ type Effect struct {
 }
 
 // effects is the classification of every change kind. It is not guessed: the
-// route-compatibility matrix in matrix_test.go starts real nats-server
+// route-compatibility matrix in matrix/matrix_test.go starts real nats-server
 // processes on the old and the new config side by side and asserts that this
-// table equals what they did; the reload matrix in reload_matrix_test.go
+// table equals what they did; the reload matrix in matrix/reload_matrix_test.go
 // does the same for Reloads.
 //
 // With nats-server 2.15 only the controller's system user reloads (it exists

@@ -86,15 +86,22 @@
 //   - dataloss.go, stuck.go: restarts that would lose the only copy of a
 //     stream; a down server stepped through a closed gate.
 //   - changes.go: ConfigFacts, the change kinds and which of them split a
-//     cluster or reset JetStream (established by matrix_test.go against real
-//     nats-server processes) or can be applied by a config reload
-//     (reload_matrix_test.go: only the controller's system user; server tags
-//     and raised JetStream limits too without auth, ReloadsWithoutAuth;
-//     every other kind is refused, unsettled, not in effect, or breaks the
-//     account resolver in operator mode).
+//     cluster or reset JetStream (established by matrix/matrix_test.go
+//     against real nats-server processes) or can be applied by a config
+//     reload (matrix/reload_matrix_test.go: only the controller's system
+//     user; server tags and raised JetStream limits too without auth,
+//     ReloadsWithoutAuth; every other kind is refused, unsettled, not in
+//     effect, or breaks the account resolver in operator mode).
 //   - reload.go: Reload steps, reloads in flight, and the fallback to a
 //     restart.
 //   - gate.go: the ordered gate checks before each step.
 //   - messages.go: the text of Progressing messages.
 //   - types.go: Input and Decision.
+//
+// The tests here are pure and fast: the table tests (every case recorded in
+// testdata/table_cases.json for internal/kubectlnats to replay), the
+// simulation and the fuzz tests. The matrices that establish the effects
+// table against real nats-server processes are the package
+// pkg/rollout/matrix, which `make test` runs in full only when what they
+// prove changed (see its doc.go).
 package rollout

@@ -14,7 +14,7 @@ import (
 // cannot take in place (ClaimTemplateDiffers). It leaves much as a
 // scaled-down server does (takeOut, scaledown.go: Evacuating, SteppingDown,
 // Stopping, Deleting), with two differences, both measured against
-// nats-server 2.15.2 (replace_matrix_test.go):
+// nats-server 2.15.2 (matrix/replace_matrix_test.go):
 //
 //   - Its groups that span every server cannot move (no other server is
 //     left to take them). They go on with the others' copies (held with

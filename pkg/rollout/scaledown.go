@@ -131,7 +131,7 @@ func (p *planner) takeOut(t takeOut) Decision {
 		}
 	}
 	if t.replace && len(holding) > 0 && len(stuck) > 0 {
-		// Measured (replace_matrix_test.go): $JS.API.SERVER.EVACUATE also
+		// Measured (matrix/replace_matrix_test.go): $JS.API.SERVER.EVACUATE also
 		// takes the server's copy of every group that spans all servers,
 		// leaving it a replica short for good, even once the server is back.
 		return p.takeOutBlocked(t, fmt.Sprintf("%s %s a copy on %s that must move first, but moving it ($JS.API.SERVER.EVACUATE) would also take %s's copies of %s, which %s a replica on every server, and nats-server does not give them back: raise %s to %d replicas (nats stream edit <stream> --replicas %d) so %s a copy on every server, or add a server (spec.replicas %d)",

@@ -1,4 +1,4 @@
-package rollout
+package matrix
 
 import (
 	"encoding/json"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-operator/nats-operator/pkg/render"
 	"github.com/nats-operator/nats-operator/pkg/render/rendertest"
+	. "github.com/nats-operator/nats-operator/pkg/rollout"
 )
 
 // What the controller's system user block does to a server without auth, as

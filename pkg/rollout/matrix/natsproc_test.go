@@ -1,4 +1,4 @@
-package rollout
+package matrix
 
 import (
 	"crypto/tls"
@@ -30,7 +30,7 @@ import (
 // cached outside the repo) by hack/testbin.sh.
 func natsBinary(t *testing.T, version string) string {
 	t.Helper()
-	root, err := filepath.Abs("../..")
+	root, err := filepath.Abs("../../..")
 	if err != nil {
 		t.Fatal(err)
 	}

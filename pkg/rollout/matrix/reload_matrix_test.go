@@ -1,4 +1,4 @@
-package rollout
+package matrix
 
 import (
 	"encoding/json"
@@ -17,6 +17,7 @@ import (
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
 	"github.com/nats-operator/nats-operator/pkg/render"
 	"github.com/nats-operator/nats-operator/pkg/render/rendertest"
+	. "github.com/nats-operator/nats-operator/pkg/rollout"
 )
 
 // serverRevisions are the rendered servers' own revisions, by ordinal.

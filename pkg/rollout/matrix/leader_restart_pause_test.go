@@ -1,4 +1,4 @@
-package rollout
+package matrix
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package rollout
+package matrix
 
 import (
 	"net"
@@ -17,6 +17,7 @@ import (
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
 	"github.com/nats-operator/nats-operator/pkg/render"
 	"github.com/nats-operator/nats-operator/pkg/render/rendertest"
+	. "github.com/nats-operator/nats-operator/pkg/rollout"
 )
 
 // The cases of the route-compatibility matrix: pairs of NatsCluster specs

@@ -1,4 +1,4 @@
-package rollout
+package matrix
 
 import (
 	"fmt"
@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/nats-operator/nats-operator/pkg/render/rendertest"
+	. "github.com/nats-operator/nats-operator/pkg/rollout"
 )
 
 // TestRouteCompatibilityMatrix establishes, with real nats-server processes,

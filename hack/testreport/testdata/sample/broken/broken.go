@@ -1,0 +1,3 @@
+package broken
+
+func Broken() int { return undefinedName }
