@@ -132,7 +132,7 @@ type pending struct {
 }
 
 // buildGroups gathers every server's view of every Raft group and keeps, for
-// each group, the report of its leader (see DESIGN.md: a follower's view of
+// each group, the report of its leader (measured: a follower's view of
 // its peers' currency is not reliable). It returns the groups sorted (meta
 // first, then by kind, account and name) and the streams of each account.
 func buildGroups(reports []*report) ([]Group, []AccountStreams) {

@@ -8,7 +8,7 @@ import (
 
 const module = "github.com/nats-operator/nats-operator"
 
-// TestObserveTalksToNATSOnly enforces the boundary of DESIGN.md with go list:
+// TestObserveTalksToNATSOnly enforces the package boundary (pkg/observe/doc.go) with go list:
 // the observer asks NATS servers over HTTP and reads nothing from
 // Kubernetes, so nothing it depends on reaches a clientset, an informer or
 // the operator's other packages.

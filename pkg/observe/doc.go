@@ -20,7 +20,7 @@
 // nats-server pages it), /routez, /healthz and, when the server has a
 // gateway, /gatewayz. This works whatever auth the servers run, with or
 // without a system account in the running config (the seed's first failure,
-// DESIGN.md), and a split cluster is seen server by server.
+// measured), and a split cluster is seen server by server.
 //
 // A server whose /varz or /jsz does not answer is silent: the verdict is then
 // False ServersSilent, never "fine". Each request is bounded by

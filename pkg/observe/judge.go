@@ -47,7 +47,7 @@ const maxNamed = 5
 //
 // Otherwise True AllGroupsCurrent. Routes are not checked: a cluster can show
 // every route while the system account's route is refused, so the meta group
-// is what proves the cluster whole (DESIGN.md, Observation).
+// is what proves the cluster whole (measured; see doc.go).
 func Judge(expected []string, servers []Server, groups []Group) Verdict {
 	if len(expected) == 0 {
 		return Verdict{Status: metav1.ConditionUnknown, Reason: clusterv1beta1.ReasonObservationFailed, Message: "no servers to observe"}

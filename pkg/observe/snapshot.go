@@ -62,7 +62,7 @@ type Server struct {
 	// Routes lists the names of the servers this server has a working route
 	// to, sorted, each once. With route pooling (the default) that is the
 	// system account's dedicated route: pooled routes alone form even between
-	// servers that refuse each other's system account (DESIGN.md).
+	// servers that refuse each other's system account (measured; see doc.go).
 	Routes []string
 	// MissingRoutes lists the expected servers (other than itself) this
 	// server has no route to, sorted.

@@ -210,7 +210,7 @@ func (s *sharedConfig) server(nc *clusterv1beta1.NatsCluster, ordinal int32, ope
 }
 
 // DeriveJetStreamLimits returns the JetStream limits every server's config
-// gets, as API.md derives them: spec.jetstream.limits where set; otherwise
+// gets, as the README's API section says: spec.jetstream.limits where set; otherwise
 // max_memory_store = 75% of resources.limits.memory and max_file_store = 95%
 // of the claim template's storage request, both rounded down to a byte. A
 // limit that cannot be derived is nil (nats-server then picks its own

@@ -12,7 +12,7 @@ import (
 
 const module = "github.com/nats-operator/nats-operator"
 
-// TestImportsStayPure enforces DESIGN.md's dependency rule with go list: the
+// TestImportsStayPure enforces the dependency rule of doc.go with go list: the
 // planner imports only pkg/apis, k8s.io/api, k8s.io/apimachinery and the
 // standard library, and nothing it depends on reaches client-go, NATS, or the
 // operator's observe, render or controller packages.

@@ -86,7 +86,7 @@ func upToDateMessage(in *Input, n int) string {
 
 // splitWhy says why servers on either side of a split change cannot run side
 // by side: the Why of the first splitting change (auth comes first, with the
-// text of API.md).
+// text of the README).
 func splitWhy(changes []Change) string {
 	for _, c := range changes {
 		if e := effects[c.Kind]; e.Splits && e.Why != "" {
