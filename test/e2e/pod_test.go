@@ -207,11 +207,14 @@ func checkExporters(ctx context.Context, t *testing.T, s *framework.Stack) {
 			}
 			conns, ok1 := framework.SumMetric(body, "gnatsd_varz_connections", `server_id="`+server+`"`)
 			streams, ok2 := framework.SumMetric(body, "jetstream_server_total_streams", `server_name="`+server+`"`)
-			store, ok3 := framework.SumMetric(body, "gnatsd_varz_jetstream_config_max_storage")
+			// jetstream_server_max_storage is from /jsz: /varz's
+			// jetstream.config can stay empty on a server whose first
+			// /varz came before its JetStream was up (seen in CI).
+			store, ok3 := framework.SumMetric(body, "jetstream_server_max_storage", `server_name="`+server+`"`)
 			if !ok1 || !ok2 || !ok3 || streams < 1 || store <= 0 {
 				return fmt.Errorf("%s: connections %v (%v), streams %v (%v), max storage %v (%v)", url, conns, ok1, streams, ok2, store, ok3)
 			}
-			t.Logf("%s: gnatsd_varz_connections %v, jetstream_server_total_streams %v, gnatsd_varz_jetstream_config_max_storage %v", url, conns, streams, store)
+			t.Logf("%s: gnatsd_varz_connections %v, jetstream_server_total_streams %v, jetstream_server_max_storage %v", url, conns, streams, store)
 			return nil
 		})
 	}

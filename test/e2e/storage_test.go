@@ -59,7 +59,13 @@ func claims(ctx context.Context, t *testing.T, s *framework.Stack) (uids, capaci
 	return uids, capacity
 }
 
-// maxStorage is what each server's /varz reports as jetstream.config.max_storage.
+// maxStorage is what each server's /jsz reports as config.max_storage: the
+// limit its JetStream runs with now. Not /varz: in a CI run one server's
+// /varz jetstream.config.max_storage read 0 before and after the reload
+// while the other two followed it (nats-server 2.15.2 fills /varz's
+// jetstream.config when it builds /varz at the first /varz request; that
+// server's first /varz, polled by the controller from the start, came
+// before its JetStream was up). /jsz reads the running config each time.
 func maxStorage(ctx context.Context, t *testing.T, s *framework.Stack) map[string]int64 {
 	t.Helper()
 	out := map[string]int64{}
@@ -68,21 +74,19 @@ func maxStorage(ctx context.Context, t *testing.T, s *framework.Stack) map[strin
 		if err != nil || pod.Status.PodIP == "" {
 			continue
 		}
-		resp, err := http.Get("http://" + pod.Status.PodIP + ":8222/varz")
+		resp, err := http.Get("http://" + pod.Status.PodIP + ":8222/jsz")
 		if err != nil {
 			continue
 		}
 		var v struct {
-			JetStream struct {
-				Config struct {
-					MaxStorage int64 `json:"max_storage"`
-				} `json:"config"`
-			} `json:"jetstream"`
+			Config struct {
+				MaxStorage int64 `json:"max_storage"`
+			} `json:"config"`
 		}
 		err = json.NewDecoder(resp.Body).Decode(&v)
 		resp.Body.Close()
 		if err == nil {
-			out[srv] = v.JetStream.Config.MaxStorage
+			out[srv] = v.Config.MaxStorage
 		}
 	}
 	return out
@@ -92,7 +96,7 @@ func maxStorage(ctx context.Context, t *testing.T, s *framework.Stack) map[strin
 // that allows expansion, under publishers on an R3 and an R1 stream: each
 // claim grows in place, one server at a time (ExpandingStorage), no pod is
 // deleted, every claim reports 2Gi, and the derived max_file_store (95% of
-// the claim) is then reloaded: every server's /varz reports it, applied by
+// the claim) is then reloaded: every server's /jsz reports it, applied by
 // Reload. Every acknowledged message is readable.
 func TestStorageGrowsInPlaceOnAnExpandableClass(t *testing.T) {
 	t.Parallel()
