@@ -1,5 +1,5 @@
 # The two commands of the README: `make demo` and `make test`.
-.PHONY: test demo build codegen verify-codegen testbin
+.PHONY: test test-matrix demo build codegen verify-codegen testbin
 
 build:
 	go build -o bin/nats-operator ./cmd/nats-operator
@@ -8,6 +8,11 @@ build:
 # (unit, real kube-apiserver + etcd, real nats-server processes) pass.
 test:
 	bash hack/test.sh
+
+# The whole nats-server matrix (pkg/rollout/matrix) alone, whatever its
+# stamp; `make test` runs it whole only when what it proves changed.
+test-matrix:
+	bash hack/test.sh matrix
 
 demo:
 	bash hack/demo.sh

@@ -36,17 +36,28 @@ export GOWORK=off
 
 log() { echo "testbin: $*" >&2; }
 
-# One build at a time per cache: a second caller waits, then finds the
-# marker and reuses what the first built.
+# One build at a time per cache: a caller that finds the marker of what it
+# asks for uses it at once (so a test asking for a built nats-server does
+# not wait on another build); else it takes the lock, then looks again (a
+# second caller waits, then finds the marker and reuses what the first
+# built).
 mkdir -p "$CACHE_ROOT"
-exec 9>"$CACHE_ROOT/.build.lock"
-flock 9
+locked=""
+lock() {
+  if [ -z "$locked" ]; then
+    exec 9>"$CACHE_ROOT/.build.lock"
+    flock 9
+    locked=1
+  fi
+}
 
 # staging version: v1.37.2 -> v0.37.2
 staging_version() { echo "v0.${1#v1.}"; }
 
 build_control_plane() {
   local dir="$CACHE_ROOT/control-plane-${KUBE_VERSION}-etcd-${ETCD_VERSION}-${GOVERSION}"
+  if [ -f "$dir/.complete" ]; then echo "$dir"; return; fi
+  lock
   if [ -f "$dir/.complete" ]; then echo "$dir"; return; fi
   log "building etcd ${ETCD_VERSION} and kubernetes ${KUBE_VERSION} into $dir (cold: several minutes)"
   local work; work="$(mktemp -d)"
@@ -102,6 +113,8 @@ build_nats() {
   case "$v" in v*) ;; *) v="v$v" ;; esac
   local dir="$CACHE_ROOT/nats-server-${v}-${GOVERSION}"
   if [ -f "$dir/.complete" ]; then echo "$dir"; return; fi
+  lock
+  if [ -f "$dir/.complete" ]; then echo "$dir"; return; fi
   log "building nats-server ${v} into $dir"
   rm -rf "$dir.tmp" && mkdir -p "$dir.tmp"
   GOBIN="$dir.tmp" "$GO" install -trimpath -ldflags "-s -w" "github.com/nats-io/nats-server/v2@${v}"
@@ -122,6 +135,8 @@ build_cert_manager() {
   local src="$REPO_ROOT/hack/cert-manager-controller"
   local key; key="$(cat "$src/go.mod" "$src/go.sum" "$src/main.go" | sha256sum | cut -c1-12)"
   local dir="$CACHE_ROOT/cert-manager-${CERT_MANAGER_VERSION}-${key}-${GOVERSION}"
+  if [ -f "$dir/.complete" ]; then echo "$dir"; return; fi
+  lock
   if [ -f "$dir/.complete" ]; then echo "$dir"; return; fi
   log "building cert-manager ${CERT_MANAGER_VERSION} controllers into $dir (with a cold Go build cache: about 8 minutes)"
   local begin=$SECONDS
@@ -165,6 +180,8 @@ build_exporter() {
   key="$(cd "$src" && find . -type f \( -name '*.go' -o -name go.mod -o -name go.sum \) -print0 | LC_ALL=C sort -z |
     xargs -0 sha256sum | sha256sum | cut -c1-12)"
   local dir="$CACHE_ROOT/prometheus-nats-exporter-${EXPORTER_VERSION}-${key}-${GOVERSION}"
+  if [ -f "$dir/.complete" ]; then echo "$dir"; return; fi
+  lock
   if [ -f "$dir/.complete" ]; then echo "$dir"; return; fi
   log "building prometheus-nats-exporter ${EXPORTER_VERSION} from $src into $dir"
   rm -rf "$dir.tmp" && mkdir -p "$dir.tmp"

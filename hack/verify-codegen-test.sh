@@ -29,9 +29,15 @@ echo "exit code: $clean"
 
 echo "== 2. a clean clone with an empty Go module cache: verify-codegen.sh must exit 0"
 # -modcacherw: the module cache is made writable, so it can be removed.
+# The empty cache fills through the module proxy protocol, every module
+# fetched, checked against go.sum and extracted as on a fresh machine; the
+# machine's own download cache is asked first (a file:// proxy, the same
+# bytes the Go module proxy served), then the configured proxies, so this
+# step does not download 290 MB again on every run (6 minutes on CI).
 fresh_start=$(date +%s)
+proxy="file://$(go env GOMODCACHE)/cache/download,$(go env GOPROXY)"
 set +e
-(cd "$CLONE" && GOMODCACHE="$TMP/gomodcache" GOFLAGS="${GOFLAGS:-} -modcacherw" bash hack/verify-codegen.sh) >"$TMP/fresh.out" 2>&1
+(cd "$CLONE" && GOMODCACHE="$TMP/gomodcache" GOPROXY="$proxy" GOFLAGS="${GOFLAGS:-} -modcacherw" bash hack/verify-codegen.sh) >"$TMP/fresh.out" 2>&1
 fresh=$?
 set -e
 tail -n 3 "$TMP/fresh.out"
