@@ -92,7 +92,12 @@ func TestObserveWithoutAuth(t *testing.T) {
 		payload := make([]byte, 1024)
 		var acks []jetstream.PubAckFuture
 		for i := range 10000 {
-			f, err := js.PublishAsync(fmt.Sprintf("S%d.lag", i%5), payload)
+			// WithStallWait: with 4,000 acks outstanding (nats.go's
+			// default) PublishAsync waits for one this long before it
+			// gives up, 200ms by default: too short on a loaded machine
+			// (seen in CI: "stalled with too many outstanding async
+			// published messages"). The test is about the lag, not speed.
+			f, err := js.PublishAsync(fmt.Sprintf("S%d.lag", i%5), payload, jetstream.WithStallWait(30*time.Second))
 			if err != nil {
 				t.Fatalf("publishing: %v", err)
 			}
