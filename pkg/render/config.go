@@ -5,26 +5,50 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"unicode"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
 )
 
-// Lame duck settings. nats-server refuses a lame_duck_duration under 30s.
-// On the preStop signal the server moves its Raft leaders away, shuts
-// JetStream down, stops accepting clients, waits the grace period, then
-// closes its clients spread over the rest of the duration: it exits about
-// 30s after the signal, well inside the 60s termination grace period.
-const (
-	LameDuckGracePeriodSeconds    = 10
-	LameDuckDurationSeconds       = 30
-	TerminationGracePeriodSeconds = 60
-)
+// terminationGraceMarginSeconds is what the termination grace period gives
+// a server beyond its lame duck duration and grace period. On the preStop
+// signal the server moves its Raft leaders away, shuts JetStream down,
+// stops accepting clients, waits the grace period, then closes its clients
+// spread over the rest of the duration (at most a second apart): it exits
+// at most about the duration after the signal, well inside the termination
+// grace period.
+const terminationGraceMarginSeconds = 20
+
+// LameDuckOf returns the lame_duck_duration and lame_duck_grace_period a
+// spec renders: spec.lameDuck's, each unset one
+// clusterv1beta1.DefaultLameDuckDuration or DefaultLameDuckGracePeriod.
+func LameDuckOf(spec *clusterv1beta1.NatsClusterSpec) (duration, gracePeriod metav1.Duration) {
+	duration.Duration, gracePeriod.Duration = clusterv1beta1.DefaultLameDuckDuration, clusterv1beta1.DefaultLameDuckGracePeriod
+	if ld := spec.LameDuck; ld != nil {
+		if ld.Duration != nil {
+			duration = *ld.Duration
+		}
+		if ld.GracePeriod != nil {
+			gracePeriod = *ld.GracePeriod
+		}
+	}
+	return duration, gracePeriod
+}
+
+// TerminationGracePeriodOf is the terminationGracePeriodSeconds of a
+// spec's pods: the lame duck duration plus the grace period, rounded up to
+// a second, plus 20s; 60 with the defaults.
+func TerminationGracePeriodOf(spec *clusterv1beta1.NatsClusterSpec) int64 {
+	duration, gracePeriod := LameDuckOf(spec)
+	return int64(math.Ceil((duration.Duration + gracePeriod.Duration).Seconds())) + terminationGraceMarginSeconds
+}
 
 // serverConfig is a server's nats.conf. Field order is the JSON key order.
 type serverConfig struct {
@@ -125,6 +149,9 @@ type sharedConfig struct {
 	resolver  *resolverConfig
 	accounts  *accountsConfig
 	tls       TLS
+	// lameDuckDuration and lameDuckGracePeriod are as nats.conf holds
+	// them (time.Duration's String: 30s, 1m30s, 1.5s).
+	lameDuckDuration, lameDuckGracePeriod string
 }
 
 func newSharedConfig(nc *clusterv1beta1.NatsCluster, trust *validTrust, systemUser *SystemUser, tls TLS) (*sharedConfig, error) {
@@ -138,6 +165,8 @@ func newSharedConfig(nc *clusterv1beta1.NatsCluster, trust *validTrust, systemUs
 		s.routes = append(s.routes, RouteURL(nc.Name, nc.Namespace, i))
 	}
 	s.seeds = min(nc.Spec.Replicas, SeedServers)
+	duration, gracePeriod := LameDuckOf(&nc.Spec)
+	s.lameDuckDuration, s.lameDuckGracePeriod = duration.Duration.String(), gracePeriod.Duration.String()
 	if js := nc.Spec.JetStream; js != nil {
 		s.jetStream = &jetStreamConfig{StoreDir: JetStreamStoreDir, Domain: js.Domain}
 		limits := DeriveJetStreamLimits(&nc.Spec)
@@ -181,8 +210,8 @@ func (s *sharedConfig) server(nc *clusterv1beta1.NatsCluster, ordinal int32, ope
 		Listen:              fmt.Sprintf("0.0.0.0:%d", ClientPort),
 		HTTP:                fmt.Sprintf("0.0.0.0:%d", MonitorPort),
 		PidFile:             PidFile,
-		LameDuckDuration:    fmt.Sprintf("%ds", LameDuckDurationSeconds),
-		LameDuckGracePeriod: fmt.Sprintf("%ds", LameDuckGracePeriodSeconds),
+		LameDuckDuration:    s.lameDuckDuration,
+		LameDuckGracePeriod: s.lameDuckGracePeriod,
 		Cluster: clusterConfig{
 			Name:   nc.Name,
 			Listen: fmt.Sprintf("0.0.0.0:%d", ClusterPort),

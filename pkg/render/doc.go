@@ -88,11 +88,17 @@
 //     volume "data" at /data, JetStream store /data/jetstream, resolver
 //     directory /data/resolver, pid file /var/run/nats/nats.pid (emptyDir
 //     "pid").
-//   - Lame duck: lame_duck_grace_period 10s, lame_duck_duration 30s (the
-//     server's minimum; the grace period is part of it, so the server exits
-//     about 30s after the preStop signal), terminationGracePeriodSeconds 60.
-//     nats-server ignores SIGTERM while in lame duck mode, so the preStop
-//     signal decides the exit.
+//   - Lame duck: lame_duck_duration and lame_duck_grace_period are
+//     spec.lameDuck's duration and gracePeriod (LameDuckOf), by default 30s
+//     (the server's minimum) and 10s. The grace period is part of the
+//     duration, and the server closes its clients at most a second apart
+//     after it, so it exits at most about the duration after the preStop
+//     signal (3 clients: 11.1s at 30s/10s, 2.9s at 30s/1s).
+//     terminationGracePeriodSeconds is duration + grace period + 20s
+//     (TerminationGracePeriodOf; 60 by default). nats-server ignores SIGTERM
+//     while in lame duck mode, so the preStop signal decides the exit. Both
+//     are facts (LameDuckDuration, LameDuckGracePeriod): nats-server reloads
+//     neither.
 //   - Probes (HTTP GET on port 8222), chosen by spec.version; see probes.go:
 //     from 2.11 on, startup /healthz?js-meta-only=true, readiness
 //     /healthz?js-server-only=true, liveness /healthz?js-enabled-only=true.

@@ -60,6 +60,10 @@ type Facts struct {
 	// Secrets (server_metadata): another one is a new certificate.
 	RoutesCertificate string
 	ClientCertificate string
+	// LameDuckDuration and LameDuckGracePeriod are lame_duck_duration and
+	// lame_duck_grace_period as the config holds them (30s, 10s).
+	LameDuckDuration    string
+	LameDuckGracePeriod string
 }
 
 // fieldRole says what the planner knows of one field of nats.conf: it is a
@@ -83,8 +87,8 @@ var configFields = map[string]fieldRole{
 	"listen":                 rolls("a constant (0.0.0.0:4222)"),
 	"http":                   rolls("a constant (0.0.0.0:8222)"),
 	"pid_file":               rolls("a constant path"),
-	"lame_duck_duration":     rolls("a constant"),
-	"lame_duck_grace_period": rolls("a constant"),
+	"lame_duck_duration":     fact("LameDuckDuration"),
+	"lame_duck_grace_period": fact("LameDuckGracePeriod"),
 	"cluster":                rolls("always present"),
 	"cluster.name":           fact("ClusterName"),
 	"cluster.listen":         rolls("a constant (0.0.0.0:6222)"),
@@ -131,12 +135,14 @@ var configFields = map[string]fieldRole{
 // config runs under; operatorKey the operator JWT's subject.
 func factsOf(c *serverConfig, version, operatorKey string) Facts {
 	f := Facts{
-		Version:     version,
-		ClusterName: c.Cluster.Name,
-		ServerTags:  sortedCompact(c.ServerTags),
-		SystemUser:  c.hasSystemUser(),
-		RouteTLS:    c.Cluster.TLS != nil,
-		ClientTLS:   c.TLS != nil,
+		Version:             version,
+		ClusterName:         c.Cluster.Name,
+		ServerTags:          sortedCompact(c.ServerTags),
+		SystemUser:          c.hasSystemUser(),
+		RouteTLS:            c.Cluster.TLS != nil,
+		ClientTLS:           c.TLS != nil,
+		LameDuckDuration:    c.LameDuckDuration,
+		LameDuckGracePeriod: c.LameDuckGracePeriod,
 	}
 	if c.TLS != nil {
 		f.ClientVerify = c.TLS.Verify

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -150,8 +151,8 @@ func TestPodsMeetTheRestrictedPodSecurityStandard(t *testing.T) {
 		if len(c.Env) != 1 || c.Env[0].Name != "GOMEMLIMIT" || c.Env[0].Value != "966367641" {
 			t.Errorf("%s env = %+v, want GOMEMLIMIT 966367641 (90%% of 1Gi)", s.Name, c.Env)
 		}
-		if grace := *pod.TerminationGracePeriodSeconds; grace <= render.LameDuckDurationSeconds+render.LameDuckGracePeriodSeconds {
-			t.Errorf("%s termination grace period %ds does not outlast lame duck", s.Name, grace)
+		if grace := time.Duration(*pod.TerminationGracePeriodSeconds) * time.Second; grace <= clusterv1beta1.DefaultLameDuckDuration+clusterv1beta1.DefaultLameDuckGracePeriod {
+			t.Errorf("%s termination grace period %s does not outlast lame duck", s.Name, grace)
 		}
 		anti := pod.Affinity.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution
 		if len(anti) != 2 || anti[0].PodAffinityTerm.TopologyKey != "kubernetes.io/hostname" || anti[1].PodAffinityTerm.TopologyKey != "topology.kubernetes.io/zone" ||

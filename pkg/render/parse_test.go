@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 
@@ -82,6 +81,7 @@ func TestRenderedConfigsLoadInNatsServer(t *testing.T) {
 		{name: "operator mode whose operator JWT names no system account",
 			cluster: rt.NewCluster("ns", "k", rt.Replicas(1), rt.JetStream(), rt.Auth("bare", "app")), trust: bare,
 			want: want{jetStream: true, operator: "op", systemAccount: "sys"}},
+		{name: "spec.lameDuck with a longer duration and a short grace period", cluster: rt.NewCluster("ns", "m", rt.LameDuck("45s", "1s"))},
 		{name: "a 2.10 server in operator mode", cluster: rt.NewCluster("ns", "l", rt.Version("2.10.29"), rt.JetStream(), rt.Auth("trust")), trust: trust,
 			want: want{jetStream: true, operator: "op", systemAccount: "sys"}},
 	}
@@ -112,8 +112,9 @@ func TestRenderedConfigsLoadInNatsServer(t *testing.T) {
 				check("cluster name", o.Cluster.Name, tt.cluster.Name)
 				check("cluster port", o.Cluster.Port, int(render.ClusterPort))
 				check("routes", len(o.Routes), int(max(min(tt.cluster.Spec.Replicas, render.SeedServers), s.Ordinal+1)))
-				check("lame duck duration", o.LameDuckDuration, render.LameDuckDurationSeconds*time.Second)
-				check("lame duck grace period", o.LameDuckGracePeriod, render.LameDuckGracePeriodSeconds*time.Second)
+				duration, grace := render.LameDuckOf(&tt.cluster.Spec)
+				check("lame duck duration", o.LameDuckDuration, duration.Duration)
+				check("lame duck grace period", o.LameDuckGracePeriod, grace.Duration)
 				check("config revision", o.Metadata["config_revision"], s.Revision)
 				check("pid file suffix", filepath.Base(o.PidFile), "nats.pid")
 				check("JetStream", o.JetStream, tt.want.jetStream)

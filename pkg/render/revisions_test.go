@@ -27,16 +27,21 @@ func TestReadConfigGivesTheFactsRenderComputed(t *testing.T) {
 		want  render.Facts
 	}{
 		{
-			name: "a cluster without auth or JetStream has only its version and name",
+			name: "a cluster without auth or JetStream has only its version, name and the default lame duck settings",
 			nc:   rt.NewCluster("ns", "demo"),
-			want: render.Facts{Version: rt.DefaultVersion, ClusterName: "demo"},
+			want: render.Facts{Version: rt.DefaultVersion, ClusterName: "demo", LameDuckDuration: "30s", LameDuckGracePeriod: "10s"},
 		},
 		{
 			name: "JetStream with a domain, limits and tags gives each of them",
 			nc: rt.NewCluster("ns", "demo", rt.JetStream(), rt.Domain("hub"), rt.JetStreamLimits("1Gi", "10Gi"),
 				rt.ServerTag("zone", "b"), rt.ServerTag("az", "1")),
 			want: render.Facts{Version: rt.DefaultVersion, ClusterName: "demo", JetStream: true, JetStreamDomain: "hub",
-				MaxMemoryStore: 1 << 30, MaxFileStore: 10 << 30, ServerTags: []string{"az:1", "zone:b"}},
+				MaxMemoryStore: 1 << 30, MaxFileStore: 10 << 30, ServerTags: []string{"az:1", "zone:b"}, LameDuckDuration: "30s", LameDuckGracePeriod: "10s"},
+		},
+		{
+			name: "spec.lameDuck gives its duration and grace period as the config holds them",
+			nc:   rt.NewCluster("ns", "demo", rt.LameDuck("90s", "1.5s")),
+			want: render.Facts{Version: rt.DefaultVersion, ClusterName: "demo", LameDuckDuration: "1m30s", LameDuckGracePeriod: "1.5s"},
 		},
 	}
 	for _, tt := range tests {

@@ -39,7 +39,7 @@ func statefulSet(nc *clusterv1beta1.NatsCluster, ordinal int32, rev string, tls 
 	f := false
 	t := true
 	resources := NatsResources(spec)
-	grace := int64(TerminationGracePeriodSeconds)
+	grace := TerminationGracePeriodOf(spec)
 	// The official nats image (FROM scratch) holds the server at /nats-server
 	// with no shell and no PATH entry for /, so commands name it absolutely.
 	container := corev1.Container{

@@ -53,6 +53,10 @@ type ConfigFacts struct {
 	// Secrets (server_metadata): another one is a new certificate.
 	RoutesCertificate string
 	ClientCertificate string
+	// LameDuckDuration and LameDuckGracePeriod are lame_duck_duration and
+	// lame_duck_grace_period (30s, 10s).
+	LameDuckDuration    string
+	LameDuckGracePeriod string
 }
 
 // ChangeKind is one kind of difference between a running and a target config.
@@ -99,6 +103,12 @@ const (
 	// certificate in the TLS Secret (its digest), TLS staying on.
 	ChangeRouteCertificate  ChangeKind = "RouteCertificate"
 	ChangeClientCertificate ChangeKind = "ClientCertificate"
+	// ChangeLameDuck is another lame_duck_duration or
+	// lame_duck_grace_period (spec.lameDuck). Both are local to a server
+	// (how it leaves), so servers with either route and keep one meta
+	// group; nats-server reloads neither ("config reload not supported for
+	// LameDuckGracePeriod"), so it restarts.
+	ChangeLameDuck ChangeKind = "LameDuck"
 )
 
 // Effect is what a kind of change does to a cluster rolled one server at a
@@ -148,8 +158,10 @@ type Effect struct {
 // With nats-server 2.15 only the controller's system user reloads (it exists
 // only without auth). nats-server refuses to reload the system account
 // (every auth change), the server name (another cluster name), the
-// JetStream domain and lowered JetStream limits ("config reload not
-// supported for decreasing jetstream max memory and store"). It reloads
+// JetStream domain, lowered JetStream limits ("config reload not
+// supported for decreasing jetstream max memory and store") and the lame
+// duck settings ("config reload not supported for LameDuckGracePeriod:
+// old=10s, new=1s"). It reloads
 // JetStream on or off, but the cluster does not settle (no meta group
 // forms). It reloads tags, raised limits, accounts and the resolver, but
 // with auth every reload replaces the account resolver with one it never
@@ -185,6 +197,7 @@ var effects = map[ChangeKind]Effect{
 	ChangeClientTLS:         {What: "turning client TLS on or off, or requiring client certificates or no longer"},
 	ChangeRouteCertificate:  {ReloadsWithoutAuth: true, What: "a new route certificate"},
 	ChangeClientCertificate: {ReloadsWithoutAuth: true, What: "a new client certificate"},
+	ChangeLameDuck:          {What: "other lame duck settings"},
 }
 
 // changeOrder is the order Changes lists kinds in: auth first, so the hold
@@ -193,7 +206,7 @@ var changeOrder = []ChangeKind{
 	ChangeAddAuth, ChangeRemoveAuth, ChangeOperator, ChangeSystemAccount,
 	ChangeClusterName, ChangeJetStreamDomain, ChangeJetStream, ChangeJetStreamDomainAddRemove, ChangeVersion,
 	ChangeJetStreamLimitsRaised, ChangeJetStreamLimitsLowered, ChangeServerTags, ChangeAccounts, ChangeResolver, ChangeSystemUser,
-	ChangeRouteTLS, ChangeClientTLS, ChangeRouteCertificate, ChangeClientCertificate,
+	ChangeRouteTLS, ChangeClientTLS, ChangeRouteCertificate, ChangeClientCertificate, ChangeLameDuck,
 }
 
 // ChangeKinds returns every change kind in the order Changes lists them.
@@ -288,7 +301,15 @@ func Classify(running, target ConfigFacts) []Change {
 	if running.ClientTLS && target.ClientTLS && running.ClientCertificate != target.ClientCertificate {
 		add(ChangeClientCertificate, "", "")
 	}
+	if running.LameDuckDuration != target.LameDuckDuration || running.LameDuckGracePeriod != target.LameDuckGracePeriod {
+		add(ChangeLameDuck, lameDuck(running), lameDuck(target))
+	}
 	return out
+}
+
+// lameDuck is "duration 30s, grace period 10s".
+func lameDuck(f ConfigFacts) string {
+	return fmt.Sprintf("duration %s, grace period %s", orNone(f.LameDuckDuration), orNone(f.LameDuckGracePeriod))
 }
 
 // raisedLimits says whether the JetStream limits of target, which differ

@@ -37,3 +37,41 @@ func TestJetStreamLimitsAreRaisedOnlyWhenBothAreSetAndNeitherGoesDown(t *testing
 		})
 	}
 }
+
+// Another lame duck duration or grace period is one change kind, named with
+// both settings on either side; it restarts the servers one at a time: it
+// splits nothing (the settings are local to a server) and nats-server
+// reloads neither.
+func TestLameDuckSettingsAreOneChangeThatRestartsOneServerAtATime(t *testing.T) {
+	lameDuck := func(duration, grace string) ConfigFacts {
+		f := baseFacts()
+		f.LameDuckDuration, f.LameDuckGracePeriod = duration, grace
+		return f
+	}
+	for _, tc := range []struct {
+		name            string
+		running, target ConfigFacts
+		want            []Change
+	}{
+		{"a shorter grace period", lameDuck("30s", "10s"), lameDuck("30s", "1s"),
+			[]Change{{Kind: ChangeLameDuck, From: "duration 30s, grace period 10s", To: "duration 30s, grace period 1s"}}},
+		{"a longer duration", lameDuck("30s", "10s"), lameDuck("1m0s", "10s"),
+			[]Change{{Kind: ChangeLameDuck, From: "duration 30s, grace period 10s", To: "duration 1m0s, grace period 10s"}}},
+		{"both at once are one change", lameDuck("30s", "10s"), lameDuck("45s", "1s"),
+			[]Change{{Kind: ChangeLameDuck, From: "duration 30s, grace period 10s", To: "duration 45s, grace period 1s"}}},
+		{"the same settings are no change", lameDuck("30s", "1s"), lameDuck("30s", "1s"), nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, Classify(tc.running, tc.target)); diff != "" {
+				t.Errorf("Classify (-want +got):\n%s", diff)
+			}
+		})
+	}
+	if e := EffectOf(ChangeLameDuck); e.Splits || e.ResetsJetStream || e.Reloads || e.ReloadsWithoutAuth || e.HoldReason != "" {
+		t.Errorf("EffectOf(ChangeLameDuck) = %+v, want a change that restarts one server at a time", e)
+	}
+	c := Change{Kind: ChangeLameDuck, From: "duration 30s, grace period 10s", To: "duration 30s, grace period 1s"}
+	if got, want := c.String(), "other lame duck settings (duration 30s, grace period 10s -> duration 30s, grace period 1s)"; got != want {
+		t.Errorf("String() = %q, want %q", got, want)
+	}
+}

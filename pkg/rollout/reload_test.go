@@ -15,7 +15,15 @@ var (
 	// baseFacts has 1Gi/10Gi.
 	limitsRaised  = target(func(f *ConfigFacts) { f.MaxMemoryStore, f.MaxFileStore = 2<<30, 20<<30 })
 	limitsLowered = target(func(f *ConfigFacts) { f.MaxMemoryStore = 512 << 20 })
-	withAuth      = func(in *Input) {
+	// lameDuckShortened: the servers run the default lame duck settings,
+	// the target has a grace period of 1s.
+	lameDuckShortened = func(in *Input) {
+		for i := range in.Servers {
+			in.Servers[i].Running.LameDuckDuration, in.Servers[i].Running.LameDuckGracePeriod = "30s", "10s"
+		}
+		in.Target.LameDuckDuration, in.Target.LameDuckGracePeriod = "30s", "1s"
+	}
+	withAuth = func(in *Input) {
 		in.Target.Operator, in.Target.SystemAccount = opA, sysA
 		for i := range in.Servers {
 			in.Servers[i].Running.Operator, in.Servers[i].Running.SystemAccount = opA, sysA
@@ -110,6 +118,24 @@ func TestReload(t *testing.T) {
 			in:   cluster(3, withAuth, limitsRaised, canReload),
 			kind: RestartOne, server: "demo-2", reason: clusterv1beta1.ReasonRollingRestart, message: "restarting demo-2 (1 of 3)",
 			why: "raised JetStream limits cannot be reloaded with auth (a reload stops the server fetching accounts from its peers)",
+		},
+		{
+			name: "other lame duck settings on a cluster without auth restart the servers one at a time: nats-server reloads neither",
+			in:   cluster(3, lameDuckShortened, canReload),
+			kind: RestartOne, server: "demo-2", reason: clusterv1beta1.ReasonRollingRestart, message: "restarting demo-2 (1 of 3)",
+			why: "other lame duck settings (duration 30s, grace period 10s -> duration 30s, grace period 1s) cannot be reloaded",
+		},
+		{
+			name: "once the first server runs the other lame duck settings, the next is restarted, the meta leader last",
+			in:   cluster(3, lameDuckShortened, canReload, stepped("demo-2")),
+			kind: RestartOne, server: "demo-1", reason: clusterv1beta1.ReasonRollingRestart, message: "restarting demo-1 (2 of 3)",
+			why: "other lame duck settings (duration 30s, grace period 10s -> duration 30s, grace period 1s) cannot be reloaded",
+		},
+		{
+			name: "other lame duck settings with other server tags restart, naming only the lame duck settings",
+			in:   cluster(3, lameDuckShortened, tagged, canReload),
+			kind: RestartOne, server: "demo-2", reason: clusterv1beta1.ReasonRollingRestart, message: "restarting demo-2 (1 of 3)",
+			why: "other lame duck settings (duration 30s, grace period 10s -> duration 30s, grace period 1s) cannot be reloaded",
 		},
 		{
 			name: "a reload in flight is asked again, even through a closed gate, until the server reports the revision",

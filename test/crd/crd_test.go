@@ -238,6 +238,13 @@ func TestBadNatsClustersAreRefusedNamingTheField(t *testing.T) {
 		{name: "a sidecar without an image is refused", edits: []edit{set("spec.podTemplate.spec.containers", []any{map[string]any{"name": "sidecar"}})}, field: "spec.podTemplate.spec.containers", reason: metav1.StatusReasonInvalid},
 		{name: "the nats container's probe checks cannot be changed", edits: []edit{set("spec.podTemplate.spec.containers", []any{map[string]any{
 			"name": "nats", "readinessProbe": map[string]any{"tcpSocket": map[string]any{"port": int64(4222)}}}})}, field: "spec.podTemplate.spec.containers", reason: metav1.StatusReasonInvalid},
+		{name: "a lame duck duration under 30s is refused", edits: []edit{set("spec.lameDuck.duration", "10s")}, field: "spec.lameDuck.duration", reason: metav1.StatusReasonInvalid},
+		{name: "a lame duck duration that is not a duration is refused", edits: []edit{set("spec.lameDuck.duration", "soon")}, field: "spec.lameDuck.duration", reason: metav1.StatusReasonInvalid},
+		{name: "a lame duck grace period of 0 is refused (nats-server would take its default 10s)", edits: []edit{set("spec.lameDuck.gracePeriod", "0s")}, field: "spec.lameDuck.gracePeriod", reason: metav1.StatusReasonInvalid},
+		{name: "a lame duck grace period under 1s is refused", edits: []edit{set("spec.lameDuck.gracePeriod", "500ms")}, field: "spec.lameDuck.gracePeriod", reason: metav1.StatusReasonInvalid},
+		{name: "a lame duck grace period as long as the default duration is refused", edits: []edit{set("spec.lameDuck.gracePeriod", "30s")}, field: "spec.lameDuck.gracePeriod", reason: metav1.StatusReasonInvalid},
+		{name: "a lame duck grace period longer than the duration is refused", edits: []edit{set("spec.lameDuck", map[string]any{"duration": "40s", "gracePeriod": "1m"})}, field: "spec.lameDuck.gracePeriod", reason: metav1.StatusReasonInvalid},
+		{name: "an update to a lame duck grace period as long as the duration is refused", update: true, edits: []edit{set("spec.lameDuck", map[string]any{"duration": "45s", "gracePeriod": "45s"})}, field: "spec.lameDuck.gracePeriod", reason: metav1.StatusReasonInvalid},
 		{name: "nats resources in spec.resources and the podTemplate are refused", edits: []edit{
 			set("spec.resources", map[string]any{"limits": map[string]any{"memory": "1Gi"}}),
 			set("spec.podTemplate.spec.containers", []any{map[string]any{"name": "nats", "resources": map[string]any{"limits": map[string]any{"memory": "2Gi"}}}}),
@@ -300,6 +307,33 @@ func TestGoodVersionChangesAreAccepted(t *testing.T) {
 			}
 			if _, err := client.Update(ctx, created, strictUpdate); err != nil {
 				t.Fatalf("updating %s -> %s refused: %v", tc.from, tc.to, err)
+			}
+		})
+	}
+}
+
+// Lame duck settings nats-server runs with are accepted: the floor of 30s,
+// a grace period from 1s up to just under the duration, either one alone.
+func TestGoodLameDuckSettingsAreAccepted(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		lameDuck map[string]any
+	}{
+		{"the tests' 30s with a grace period of 1s is accepted", map[string]any{"duration": "30s", "gracePeriod": "1s"}},
+		{"the defaults written out are accepted", map[string]any{"duration": "30s", "gracePeriod": "10s"}},
+		{"a grace period just under the default duration is accepted", map[string]any{"gracePeriod": "29s"}},
+		{"a fractional grace period is accepted", map[string]any{"gracePeriod": "1.5s"}},
+		{"a longer duration alone is accepted", map[string]any{"duration": "2m"}},
+		{"a grace period longer than the default duration under a longer duration is accepted", map[string]any{"duration": "1m30s", "gracePeriod": "45s"}},
+		{"an empty lameDuck is accepted", map[string]any{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			ns := newNamespace(t, "lameduck")
+			client := dynamic.NewForConfigOrDie(env.Config).Resource(natsClusters).Namespace(ns)
+			if _, err := client.Create(ctx, newCluster("demo", set("spec.lameDuck", tc.lameDuck)), strictCreate); err != nil {
+				t.Fatalf("spec.lameDuck %v refused: %v", tc.lameDuck, err)
 			}
 		})
 	}

@@ -397,12 +397,36 @@ func genSpec(rng *rand.Rand, i int) map[string]any {
 		}
 		spec["networkPolicy"] = np
 	}
+	if ld := genLameDuck(i); ld != nil {
+		spec["lameDuck"] = ld
+	}
 	return map[string]any{
 		"apiVersion": "cluster.nats-operator.io/v1beta1",
 		"kind":       "NatsCluster",
 		"metadata":   map[string]any{"name": genName(rng, i)},
 		"spec":       spec,
 	}
+}
+
+// genLameDuck is the i-th spec's lameDuck (nil for a third of the specs),
+// with values the CRD accepts, its floors among them (the refusals are
+// TestBadNatsClustersAreRefusedNamingTheField's): what this test asks is
+// that every accepted one renders. It draws from a source of its own, so
+// the rest of each generated spec is what it was before the field existed.
+func genLameDuck(i int) map[string]any {
+	rng := rand.New(rand.NewPCG(uint64(i), 30))
+	pick := func(xs ...string) string { return xs[rng.IntN(len(xs))] }
+	if rng.IntN(3) == 0 {
+		return nil
+	}
+	ld := map[string]any{}
+	if rng.IntN(2) == 0 {
+		ld["duration"] = pick("30s", "31s", "1m30s", "10m")
+	}
+	if rng.IntN(2) == 0 {
+		ld["gracePeriod"] = pick("1s", "1.5s", "10s", "29s")
+	}
+	return ld
 }
 
 // genPodTemplate is a podTemplate of the kinds users write: scheduling, the

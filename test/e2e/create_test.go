@@ -21,16 +21,20 @@ func setVersion(v string) func(*unstructured.Unstructured) {
 }
 
 // settledCluster applies the example 3-server JetStream cluster to namespace
-// nats (on version, or the example's own when empty) and waits until it is
-// Ready, Settled and up to date.
-func settledCluster(ctx context.Context, t *testing.T, s *framework.Stack, version string) *clusterv1beta1.NatsCluster {
+// nats (on version, or the example's own when empty; edits change it
+// further, e.g. framework.ProductionLameDuck) and waits until it is Ready,
+// Settled and up to date.
+func settledCluster(ctx context.Context, t *testing.T, s *framework.Stack, version string, edits ...func(*unstructured.Unstructured)) *clusterv1beta1.NatsCluster {
 	t.Helper()
-	var mutate func(*unstructured.Unstructured)
 	if version != "" {
-		mutate = setVersion(version)
+		edits = append([]func(*unstructured.Unstructured){setVersion(version)}, edits...)
 	}
 	s.CreateNamespace(ctx, t, s.NS)
-	s.ApplyExample(ctx, t, s.NS, "natscluster-jetstream.yaml", mutate)
+	s.ApplyExample(ctx, t, s.NS, "natscluster-jetstream.yaml", func(o *unstructured.Unstructured) {
+		for _, e := range edits {
+			e(o)
+		}
+	})
 	return s.WaitSettledUpToDate(ctx, t, s.NS, "demo", 3*time.Minute)
 }
 

@@ -78,7 +78,7 @@ func testInstall(ctx context.Context, t *testing.T, s *framework.Stack, ns strin
 		s.CreateNamespace(ctx, t, "elsewhere")
 		if _, err := nats.ClusterV1beta1().NatsClusters("elsewhere").Create(ctx, &clusterv1beta1.NatsCluster{
 			ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "elsewhere"},
-			Spec:       clusterv1beta1.NatsClusterSpec{Version: "2.15.2", Replicas: 3},
+			Spec:       clusterv1beta1.NatsClusterSpec{Version: "2.15.2", Replicas: 3, LameDuck: framework.TestLameDuck()},
 		}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -113,7 +113,7 @@ func testInstall(ctx context.Context, t *testing.T, s *framework.Stack, ns strin
 	t.Logf("Lease held, /healthz and /readyz 200, workqueue metrics exposed after %s", time.Since(begin).Round(time.Millisecond))
 	nc, err := nats.ClusterV1beta1().NatsClusters(ns).Create(ctx, &clusterv1beta1.NatsCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: ns},
-		Spec:       clusterv1beta1.NatsClusterSpec{Version: "2.15.2", Replicas: 3},
+		Spec:       clusterv1beta1.NatsClusterSpec{Version: "2.15.2", Replicas: 3, LameDuck: framework.TestLameDuck()},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)

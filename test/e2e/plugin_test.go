@@ -82,7 +82,8 @@ func (k kubectlNats) plan(ctx context.Context, t *testing.T, file string) (verdi
 }
 
 // manifest writes the example NatsCluster (file) with edit applied to its
-// text.
+// text, and the test clusters' lame duck grace period the Stack gave the
+// running cluster (so plan sees only the edit).
 func manifest(t *testing.T, dir, name, file string, edit func(string) string) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("..", "..", "manifests", "examples", file))
@@ -90,7 +91,7 @@ func manifest(t *testing.T, dir, name, file string, edit func(string) string) st
 		t.Fatal(err)
 	}
 	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, []byte(edit(string(b))), 0o644); err != nil {
+	if err := os.WriteFile(p, []byte(framework.WithTestLameDuckYAML(edit(string(b)))), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return p

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nats-operator/nats-operator/internal/poll"
@@ -57,11 +58,12 @@ func patchCluster(ctx context.Context, t *testing.T, s *framework.Stack, patch s
 	}
 }
 
-// startLoadedCluster brings up the example cluster on version with an R3
-// stream ORDERS and a publisher writing to it without pause.
-func startLoadedCluster(ctx context.Context, t *testing.T, s *framework.Stack, version string) (*clusterv1beta1.NatsCluster, jetstream.JetStream, *framework.Publisher) {
+// startLoadedCluster brings up the example cluster on version (edits change
+// it further) with an R3 stream ORDERS and a publisher writing to it
+// without pause.
+func startLoadedCluster(ctx context.Context, t *testing.T, s *framework.Stack, version string, edits ...func(*unstructured.Unstructured)) (*clusterv1beta1.NatsCluster, jetstream.JetStream, *framework.Publisher) {
 	t.Helper()
-	nc := settledCluster(ctx, t, s, version)
+	nc := settledCluster(ctx, t, s, version, edits...)
 	js, pub := loadCluster(ctx, t, s)
 	return nc, js, pub
 }
@@ -144,12 +146,17 @@ func verifyNoLossOf(ctx context.Context, t *testing.T, s *framework.Stack, strea
 // A version change 2.15.1 -> 2.15.2 restarts the servers one at a time,
 // highest ordinal first and the meta leader last, each after Settled, while
 // a publisher writes without pause; no acknowledged message is lost.
+//
+// The cluster keeps production's lame duck timings (30s and a grace period
+// of 10s, not the test clusters' 1s): this is the test of a rolling restart
+// under load, and the grace period is what each stopped server gives its
+// clients before it closes them, so it must see what production clusters do.
 func TestRollingUpgradeUnderLoad(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	s := framework.Shared(ctx, t, nsRollout)
-	nc, js, pub := startLoadedCluster(ctx, t, s, "2.15.1")
+	nc, js, pub := startLoadedCluster(ctx, t, s, "2.15.1", framework.ProductionLameDuck)
 	leader := nc.Status.JetStream.MetaLeader
 	want := expectedOrder(leader)
 	durables := createReadDurables(ctx, t, js)

@@ -50,6 +50,10 @@ func TestUpgradingTheControllerRestartsNothing(t *testing.T) {
 	s.CreateNamespace(ctx, t, ns)
 
 	// The NatsCluster, with the status.config the previous controller wrote.
+	// It keeps the spec its objects were rendered from, without the test
+	// clusters' spec.lameDuck (framework.TestLameDuck): another grace period
+	// is a change that restarts every server, which is what this test proves
+	// the upgrade does not do.
 	nc := objs.Cluster.DeepCopy()
 	nc.UID, nc.Generation, nc.Status = "", 0, objs.Cluster.Status
 	nc.Spec.Metrics.Enabled = new(false)

@@ -229,9 +229,14 @@ func (s *Stack) ApplyExampleFiltered(ctx context.Context, t testing.TB, namespac
 	s.ApplyObjects(ctx, t, namespace, kept...)
 }
 
-// ApplyObjects server-side applies objects, failing the test on error.
+// ApplyObjects server-side applies objects, failing the test on error. A
+// NatsCluster that sets no spec.lameDuck gets the test clusters' grace
+// period (TestLameDuckGracePeriod).
 func (s *Stack) ApplyObjects(ctx context.Context, t testing.TB, namespace string, objs ...*unstructured.Unstructured) {
 	t.Helper()
+	for _, o := range objs {
+		withTestLameDuck(o)
+	}
 	if err := ApplyObjects(ctx, s.Env.Config, namespace, objs...); err != nil {
 		t.Fatal(err)
 	}

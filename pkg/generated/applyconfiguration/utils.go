@@ -58,6 +58,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &clusterv1beta1.JetStreamSpecApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("JetStreamStatus"):
 		return &clusterv1beta1.JetStreamStatusApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("LameDuckSpec"):
+		return &clusterv1beta1.LameDuckSpecApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("LocalObjectReference"):
 		return &clusterv1beta1.LocalObjectReferenceApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("MetricsSpec"):

@@ -1,6 +1,8 @@
 package rendertest
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -168,4 +170,22 @@ func Auth(trustName string, accountTrusts ...string) ClusterOption {
 // Resolver sets spec.auth.resolver (with Auth applied first).
 func Resolver(r clusterv1beta1.ResolverType) ClusterOption {
 	return func(nc *clusterv1beta1.NatsCluster) { nc.Spec.Auth.Resolver = r }
+}
+
+// LameDuck sets spec.lameDuck: duration and gracePeriod as Go durations
+// ("30s", "1s"); "" leaves one unset (its default).
+func LameDuck(duration, gracePeriod string) ClusterOption {
+	parse := func(s string) *metav1.Duration {
+		if s == "" {
+			return nil
+		}
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			panic("rendertest.LameDuck: " + err.Error())
+		}
+		return &metav1.Duration{Duration: d}
+	}
+	return func(nc *clusterv1beta1.NatsCluster) {
+		nc.Spec.LameDuck = &clusterv1beta1.LameDuckSpec{Duration: parse(duration), GracePeriod: parse(gracePeriod)}
+	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
 	"github.com/nats-operator/nats-operator/pkg/render"
 	"github.com/nats-operator/nats-operator/pkg/render/rendertest"
 )
@@ -230,10 +231,13 @@ func (s *natsServer) lameDuckStop(t *testing.T, bin string) {
 	if out, err := exec.Command(bin, "--signal", "ldm="+c.PidFile).CombinedOutput(); err != nil {
 		t.Fatalf("signalling lame duck mode to %s: %v\n%s", s.name(), err, out)
 	}
+	// The pod's termination grace period: measureVariant's cluster sets no
+	// spec.lameDuck.
+	grace := time.Duration(render.TerminationGracePeriodOf(&clusterv1beta1.NatsClusterSpec{})) * time.Second
 	select {
 	case <-s.done:
 		s.cmd = nil
-	case <-time.After(render.TerminationGracePeriodSeconds * time.Second):
+	case <-time.After(grace):
 		t.Logf("%s did not exit within the termination grace period", s.name())
 		s.stop()
 	}

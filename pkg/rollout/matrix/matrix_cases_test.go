@@ -187,6 +187,10 @@ func matrixCases(t testing.TB, tr *matrixTrust) []matrixCase {
 		{"new client certificate", one(ChangeClientCertificate), clientTLS(spec()), rotatedClient(clientTLS(spec()))},
 		{"turn client TLS on", one(ChangeClientTLS), spec(), clientTLS(spec())},
 		{"turn client TLS off", one(ChangeClientTLS), clientTLS(spec()), spec()},
+		// Lame duck settings are local to a server; nats-server reloads
+		// neither ("config reload not supported for LameDuckGracePeriod").
+		{"lame duck grace shortened", one(ChangeLameDuck), spec(), spec(rendertest.LameDuck("30s", "1s"))},
+		{"lame duck duration longer", one(ChangeLameDuck), spec(), spec(rendertest.LameDuck("45s", ""))},
 	}
 }
 

@@ -1,6 +1,8 @@
 package v1beta1
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -134,7 +136,50 @@ type NatsClusterSpec struct {
 	// +optional
 	// +kubebuilder:default={}
 	NetworkPolicy NetworkPolicySpec `json:"networkPolicy,omitempty"`
+
+	// lameDuck is how long a server takes to leave when its pod stops (a
+	// restart, a scale-down, a deletion): nats-server's lame duck mode,
+	// which the pod's preStop hook starts. Unset, duration is 30s and
+	// gracePeriod 10s. The pods' terminationGracePeriodSeconds is the sum
+	// of duration, gracePeriod and 20s (60 with the defaults). nats-server
+	// reloads neither setting, so a change restarts the servers one at a
+	// time.
+	// +optional
+	LameDuck *LameDuckSpec `json:"lameDuck,omitempty"`
 }
+
+// LameDuckSpec is nats-server's lame duck mode. On the lame duck signal a
+// server stops accepting clients, hands its Raft leaderships over and shuts
+// JetStream down, waits gracePeriod, then closes its client connections
+// spread over the rest of duration (at most a second apart, so a server
+// with few clients exits well before duration is over), and exits.
+// +kubebuilder:validation:XValidation:rule="(has(self.duration) && duration(self.duration) < duration('30s')) || duration(has(self.gracePeriod) ? self.gracePeriod : '10s') < duration(has(self.duration) ? self.duration : '30s')",message="spec.lameDuck.gracePeriod must be shorter than spec.lameDuck.duration (defaults 10s and 30s): nats-server refuses a lame_duck_grace_period that is not strictly lower than lame_duck_duration",fieldPath=".gracePeriod"
+type LameDuckSpec struct {
+	// duration is nats-server's lame_duck_duration: the time from the lame
+	// duck signal over which the server closes its client connections, the
+	// grace period included, so that its clients reconnect to the other
+	// servers spread out rather than all at once. Default 30s, the least
+	// nats-server accepts.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('30s')",message="spec.lameDuck.duration must be at least 30s: nats-server refuses a shorter lame_duck_duration"
+	Duration *metav1.Duration `json:"duration,omitempty"`
+
+	// gracePeriod is nats-server's lame_duck_grace_period: how long the
+	// server waits, no longer accepting clients, before it closes the first
+	// client connections, so that servers stopped close together do not
+	// send their clients to each other. Default 10s; at least 1s (for
+	// nats-server 0 means its default of 10s) and shorter than duration.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s')",message="spec.lameDuck.gracePeriod must be at least 1s: nats-server takes 0 for its default of 10s"
+	GracePeriod *metav1.Duration `json:"gracePeriod,omitempty"`
+}
+
+// The lame duck settings of a spec that sets none (no spec.lameDuck, or one
+// of its fields unset).
+const (
+	DefaultLameDuckDuration    = 30 * time.Second
+	DefaultLameDuckGracePeriod = 10 * time.Second
+)
 
 // ImageSpec names the nats-server image.
 type ImageSpec struct {

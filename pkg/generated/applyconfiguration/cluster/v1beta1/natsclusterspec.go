@@ -72,6 +72,14 @@ type NatsClusterSpecApplyConfiguration struct {
 	Metrics *MetricsSpecApplyConfiguration `json:"metrics,omitempty"`
 	// networkPolicy is the NetworkPolicy of the servers' pods.
 	NetworkPolicy *NetworkPolicySpecApplyConfiguration `json:"networkPolicy,omitempty"`
+	// lameDuck is how long a server takes to leave when its pod stops (a
+	// restart, a scale-down, a deletion): nats-server's lame duck mode,
+	// which the pod's preStop hook starts. Unset, duration is 30s and
+	// gracePeriod 10s. The pods' terminationGracePeriodSeconds is the sum
+	// of duration, gracePeriod and 20s (60 with the defaults). nats-server
+	// reloads neither setting, so a change restarts the servers one at a
+	// time.
+	LameDuck *LameDuckSpecApplyConfiguration `json:"lameDuck,omitempty"`
 }
 
 // NatsClusterSpecApplyConfiguration constructs a declarative configuration of the NatsClusterSpec type for use with
@@ -187,5 +195,13 @@ func (b *NatsClusterSpecApplyConfiguration) WithMetrics(value *MetricsSpecApplyC
 // If called multiple times, the NetworkPolicy field is set to the value of the last call.
 func (b *NatsClusterSpecApplyConfiguration) WithNetworkPolicy(value *NetworkPolicySpecApplyConfiguration) *NatsClusterSpecApplyConfiguration {
 	b.NetworkPolicy = value
+	return b
+}
+
+// WithLameDuck sets the LameDuck field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the LameDuck field is set to the value of the last call.
+func (b *NatsClusterSpecApplyConfiguration) WithLameDuck(value *LameDuckSpecApplyConfiguration) *NatsClusterSpecApplyConfiguration {
+	b.LameDuck = value
 	return b
 }
