@@ -2,42 +2,33 @@
 # test.sh is `make test`: it builds (or reuses) the test-bed binaries, checks
 # that generated code is fresh and go vet is clean, then runs every test (the
 # nats-server matrix whole only when what it proves changed, see below).
-# `hack/test.sh matrix` (make test-matrix) builds the test-bed binaries and
+# `hack/test.sh matrix` (make test-matrix) builds the nats-server binaries and
 # runs the whole matrix alone.
+#
+# On a fresh machine most of the time is building (the control plane alone
+# is about 15 minutes of CPU on 2 cores) and most of the tests' time is
+# waiting on servers, so the work runs as four lines side by side, each
+# started as soon as what it needs exists:
+#   1. the control plane, then go test (every package but the matrix);
+#   2. the matrix, once nats-server is built (it needs nothing else);
+#   3. cert-manager's controllers, then go vet of their main
+#      (test/certmanager waits for the build if it gets there first);
+#   4. the generated-code check, go vet, then the checks of the checking
+#      scripts themselves.
+# Lines 2-4 print their output when line 1 ends; any failure fails the run.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export GOWORK=off
+begin=$SECONDS
+phase() { echo "== $* (at $((SECONDS - begin)) s)"; }
 
-echo "== test-bed binaries"
-bash hack/testbin.sh control-plane
+report_dir="$(mktemp -d "${TMPDIR:-/tmp}/nats-operator-test.XXXXXX")"
+
+phase "test-bed binaries: nats-server 2.15.2 and 2.15.1, the exporter"
 bash hack/testbin.sh nats 2.15.2
 bash hack/testbin.sh nats 2.15.1
 bash hack/testbin.sh exporter
-# test/certmanager runs cert-manager's controllers (about 8 minutes cold).
-bash hack/testbin.sh cert-manager
-
-report_dir="$(mktemp -d "${TMPDIR:-/tmp}/nats-operator-test.XXXXXX")"
-if [[ "${1:-}" != matrix ]]; then
-  echo "== generated code is up to date"
-  bash hack/verify-codegen.sh
-
-  # The checks of the checking scripts themselves regenerate code in clean
-  # clones (one with an empty module cache): minutes of CPU that would add
-  # to the wall time if run first. They run beside go test instead (the
-  # e2e scenarios mostly wait), their output printed when go test ends.
-  (
-    set -e
-    echo "== verify-codegen.sh catches a type changed without regenerating"
-    bash hack/verify-codegen-test.sh
-    echo "== matrix-stamp.sh changes with what the matrix proves, and only then"
-    bash hack/matrix-stamp-test.sh
-  ) > "$report_dir/scripts.out" 2>&1 &
-  scripts_pid=$!
-
-  echo "== go vet"
-  go vet ./...
-  (cd hack/cert-manager-controller && go vet .)
-fi
+go build -o "$report_dir/testreport" ./hack/testreport
 
 # The nats-server matrix tests (pkg/rollout/matrix, about 9 minutes) prove
 # what nats-server does against the planner's tables. What they prove can
@@ -49,30 +40,30 @@ fi
 matrix_dir="${NATS_OPERATOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/nats-operator}/matrix-passed"
 stamp="$(bash hack/matrix-stamp.sh)"
 matrix_smoke='^(TestRouteCompatibilityMatrix|TestRouteCompatibilityMatrixCases|TestConfigReloadMatrixCases)$/^changes$/^patch_version_up$'
-if [[ "${MATRIX:-}" == all || ! -e "$matrix_dir/$stamp" ]]; then
+if [[ "${1:-}" == matrix || "${MATRIX:-}" == all || ! -e "$matrix_dir/$stamp" ]]; then
   matrix_run='.'
-  echo "== matrix: stamp $stamp has no passing run on record: running all of pkg/rollout/matrix"
+  phase "matrix: stamp $stamp: running all of pkg/rollout/matrix"
 else
   matrix_run="$matrix_smoke"
-  echo "== matrix: stamp $stamp passed on $(cat "$matrix_dir/$stamp"): running its smoke case (MATRIX=all or make test-matrix runs all)"
+  phase "matrix: stamp $stamp passed on $(cat "$matrix_dir/$stamp"): running its smoke case (MATRIX=all or make test-matrix runs all)"
 fi
-
-go build -o "$report_dir/testreport" ./hack/testreport
 
 # run_matrix runs pkg/rollout/matrix with -run $1 and records the stamp
 # when it passed whole (not when GOTEST_FLAGS may have left some out).
 run_matrix() {
+  local start=$SECONDS
   go test ./pkg/rollout/matrix -json -count=1 -timeout 40m -run "$1" -parallel "${GOTEST_PARALLEL:-4}" ${GOTEST_FLAGS:-} |
     "$report_dir/testreport" -summary=false -json "$report_dir/matrix.json"
   local rc=$?
   if [[ $rc == 0 && "$1" == . && -z "${GOTEST_FLAGS:-}" ]]; then
     mkdir -p "$matrix_dir" && date -u +%Y-%m-%dT%H:%M:%SZ > "$matrix_dir/$stamp"
   fi
+  echo "(pkg/rollout/matrix took $((SECONDS - start)) s)"
   return $rc
 }
 
 if [[ "${1:-}" == matrix ]]; then
-  echo "== go test ./pkg/rollout/matrix (all)"
+  phase "go test ./pkg/rollout/matrix (all)"
   set +e
   run_matrix .
   rc=$?
@@ -81,34 +72,75 @@ if [[ "${1:-}" == matrix ]]; then
   exit $rc
 fi
 
-echo "== go test"
+# Line 2: the matrix.
+set +e
+run_matrix "$matrix_run" > "$report_dir/matrix.out" 2>&1 &
+matrix_pid=$!
+
+# Line 3: cert-manager, then vet of our main that runs its controllers (the
+# build compiles cert-manager as vet does, so vet finds it in the cache).
+(
+  set -e
+  start=$SECONDS
+  bash hack/testbin.sh cert-manager
+  (cd hack/cert-manager-controller && go vet .)
+  echo "(cert-manager build and vet took $((SECONDS - start)) s)"
+) > "$report_dir/certmanager.out" 2>&1 &
+certmanager_pid=$!
+
+# Line 4: generated code, vet, and the checks of the checking scripts
+# (those regenerate code in clean clones, one with an empty module cache).
+(
+  set -e
+  start=$SECONDS
+  echo "== generated code is up to date"
+  bash hack/verify-codegen.sh
+  echo "(verify-codegen.sh took $((SECONDS - start)) s)"
+  echo "== go vet"
+  go vet ./...
+  echo "(verify-codegen.sh and go vet took $((SECONDS - start)) s)"
+  echo "== verify-codegen.sh catches a type changed without regenerating"
+  bash hack/verify-codegen-test.sh
+  echo "== matrix-stamp.sh changes with what the matrix proves, and only then"
+  bash hack/matrix-stamp-test.sh
+  echo "(the checks line took $((SECONDS - start)) s)"
+) > "$report_dir/checks.out" 2>&1 &
+checks_pid=$!
+set -e
+
+# Line 1: the control plane, then go test.
+phase "test-bed binaries: etcd, kube-apiserver, kube-controller-manager, kubectl"
+bash hack/testbin.sh control-plane
+
+phase "go test"
 # -json through hack/testreport: it prints what plain go test prints (each
 # package's ok/FAIL line, failed tests' output in full), keeps the JSON,
 # and ends with the 10 slowest tests and every package's time. -parallel 4:
 # test/e2e runs its scenarios in parallel on one control plane (most of a
 # scenario is waiting on nats-server and the controller; measured on 2
-# cores: e2e 623 s at 4). The matrix runs beside the rest, its output
-# printed when it ends.
+# cores: e2e 623 s at 4).
 set +e
-run_matrix "$matrix_run" > "$report_dir/matrix.out" 2>&1 &
-matrix_pid=$!
 go test $(go list ./... | grep -v '/pkg/rollout/matrix$') -json -count=1 -timeout 60m \
   -parallel "${GOTEST_PARALLEL:-4}" ${GOTEST_FLAGS:-} |
   "$report_dir/testreport" -summary=false -json "$report_dir/test.json"
 rc=$?
-wait $matrix_pid
-matrix_rc=$?
-wait $scripts_pid
-scripts_rc=$?
-cat "$report_dir/scripts.out"
-if [[ $scripts_rc != 0 ]]; then
-  echo "FAIL: the checks of verify-codegen.sh and matrix-stamp.sh (above)"
-fi
-echo "== pkg/rollout/matrix (run: $matrix_run)"
+phase "go test ended"
+failed=()
+[[ $rc == 0 ]] || failed+=("go test")
+wait $checks_pid || failed+=("generated code, go vet or the checks of the checking scripts")
+wait $certmanager_pid || failed+=("the cert-manager build or its go vet")
+wait $matrix_pid || failed+=("pkg/rollout/matrix")
+set -e
+phase "generated code, go vet, the checking scripts"
+cat "$report_dir/checks.out"
+phase "cert-manager"
+cat "$report_dir/certmanager.out"
+phase "pkg/rollout/matrix (run: $matrix_run)"
 cat "$report_dir/matrix.out"
 "$report_dir/testreport" -summarize "$report_dir/test.json" "$report_dir/matrix.json"
 echo "(go test -json output: $report_dir/test.json $report_dir/matrix.json)"
-set -e
-if [[ $rc != 0 || $matrix_rc != 0 || $scripts_rc != 0 ]]; then
+if (( ${#failed[@]} > 0 )); then
+  for f in "${failed[@]}"; do echo "FAIL: $f (its output above)"; done
   exit 1
 fi
+phase "all passed"

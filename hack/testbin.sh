@@ -36,19 +36,19 @@ export GOWORK=off
 
 log() { echo "testbin: $*" >&2; }
 
-# One build at a time per cache: a caller that finds the marker of what it
-# asks for uses it at once (so a test asking for a built nats-server does
-# not wait on another build); else it takes the lock, then looks again (a
-# second caller waits, then finds the marker and reuses what the first
-# built).
+# One build at a time per artifact: a caller that finds the marker of what
+# it asks for uses it at once; else it takes that artifact's lock, then
+# looks again (a second caller waits, then finds the marker and reuses what
+# the first built). Builds of different artifacts run at the same time
+# (hack/test.sh builds cert-manager beside the control plane).
 mkdir -p "$CACHE_ROOT"
-locked=""
-lock() {
-  if [ -z "$locked" ]; then
-    exec 9>"$CACHE_ROOT/.build.lock"
-    flock 9
-    locked=1
-  fi
+# built DIR prints DIR and succeeds when its build is complete.
+built() { [ -f "$1/.complete" ] && echo "$1"; }
+# claim DIR takes DIR's build lock (released when the script exits or
+# claims another).
+claim() {
+  exec 9>"$1.lock"
+  flock 9
 }
 
 # staging version: v1.37.2 -> v0.37.2
@@ -56,20 +56,23 @@ staging_version() { echo "v0.${1#v1.}"; }
 
 build_control_plane() {
   local dir="$CACHE_ROOT/control-plane-${KUBE_VERSION}-etcd-${ETCD_VERSION}-${GOVERSION}"
-  if [ -f "$dir/.complete" ]; then echo "$dir"; return; fi
-  lock
-  if [ -f "$dir/.complete" ]; then echo "$dir"; return; fi
+  built "$dir" && return
+  claim "$dir"
+  built "$dir" && return
   log "building etcd ${ETCD_VERSION} and kubernetes ${KUBE_VERSION} into $dir (cold: several minutes)"
+  local begin=$SECONDS
   local work; work="$(mktemp -d)"
   trap 'rm -rf "$work"' RETURN
   mkdir -p "$dir.tmp"
-  # etcd: its go.mod has replace lines, so build from a scratch module.
+  # etcd: its go.mod has replace lines, so build from a scratch module. It
+  # builds while kubernetes' modules download (the network beside the CPU).
   (
     mkdir -p "$work/etcd" && cd "$work/etcd"
     "$GO" mod init testbin/etcd >/dev/null 2>&1
     "$GO" get "go.etcd.io/etcd/server/v3@${ETCD_VERSION}" >/dev/null 2>&1
     "$GO" build -trimpath -ldflags "-s -w" -o "$dir.tmp/etcd" go.etcd.io/etcd/server/v3
-  )
+  ) &
+  local etcd_pid=$!
   # kubernetes: replace every staging module with its published version.
   (
     mkdir -p "$work/kube" && cd "$work/kube"
@@ -99,12 +102,14 @@ GO
     for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
       ld="$ld -X $p.gitVersion=${KUBE_VERSION} -X $p.gitMajor=1 -X $p.gitMinor=${minor} -X $p.gitTreeState=clean"
     done
-    for c in kube-apiserver kube-controller-manager kubectl; do
-      "$GO" build -trimpath -ldflags "$ld" -o "$dir.tmp/$c" "k8s.io/kubernetes/cmd/$c"
-    done
+    # One go build for the three: their links run side by side.
+    "$GO" build -trimpath -ldflags "$ld" -o "$dir.tmp/" k8s.io/kubernetes/cmd/kube-apiserver \
+      k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kubectl
   )
+  wait "$etcd_pid" || { log "building etcd ${ETCD_VERSION} failed"; exit 1; }
   rm -rf "$dir" && mv "$dir.tmp" "$dir"
   touch "$dir/.complete"
+  log "built etcd and kubernetes in $((SECONDS - begin)) s"
   echo "$dir"
 }
 
@@ -112,9 +117,9 @@ build_nats() {
   local v="${1:-$NATS_SERVER_VERSION}"
   case "$v" in v*) ;; *) v="v$v" ;; esac
   local dir="$CACHE_ROOT/nats-server-${v}-${GOVERSION}"
-  if [ -f "$dir/.complete" ]; then echo "$dir"; return; fi
-  lock
-  if [ -f "$dir/.complete" ]; then echo "$dir"; return; fi
+  built "$dir" && return
+  claim "$dir"
+  built "$dir" && return
   log "building nats-server ${v} into $dir"
   rm -rf "$dir.tmp" && mkdir -p "$dir.tmp"
   GOBIN="$dir.tmp" "$GO" install -trimpath -ldflags "-s -w" "github.com/nats-io/nats-server/v2@${v}"
@@ -135,9 +140,9 @@ build_cert_manager() {
   local src="$REPO_ROOT/hack/cert-manager-controller"
   local key; key="$(cat "$src/go.mod" "$src/go.sum" "$src/main.go" | sha256sum | cut -c1-12)"
   local dir="$CACHE_ROOT/cert-manager-${CERT_MANAGER_VERSION}-${key}-${GOVERSION}"
-  if [ -f "$dir/.complete" ]; then echo "$dir"; return; fi
-  lock
-  if [ -f "$dir/.complete" ]; then echo "$dir"; return; fi
+  built "$dir" && return
+  claim "$dir"
+  built "$dir" && return
   log "building cert-manager ${CERT_MANAGER_VERSION} controllers into $dir (with a cold Go build cache: about 8 minutes)"
   local begin=$SECONDS
   local work; work="$(mktemp -d)"
@@ -150,7 +155,10 @@ build_cert_manager() {
       "$GO" get "github.com/cert-manager/cert-manager@${CERT_MANAGER_VERSION}"
       "$GO" mod tidy
     fi
-    "$GO" build -trimpath \
+    # No -trimpath: built as `go vet` compiles, so hack/test.sh's vet of
+    # hack/cert-manager-controller reuses these packages from the build
+    # cache instead of compiling cert-manager a second time (minutes cold).
+    "$GO" build \
       -ldflags "-s -w -X github.com/cert-manager/cert-manager/pkg/util.AppVersion=${CERT_MANAGER_VERSION}" \
       -o "$dir.tmp/cert-manager-controller" .
   )
@@ -180,9 +188,9 @@ build_exporter() {
   key="$(cd "$src" && find . -type f \( -name '*.go' -o -name go.mod -o -name go.sum \) -print0 | LC_ALL=C sort -z |
     xargs -0 sha256sum | sha256sum | cut -c1-12)"
   local dir="$CACHE_ROOT/prometheus-nats-exporter-${EXPORTER_VERSION}-${key}-${GOVERSION}"
-  if [ -f "$dir/.complete" ]; then echo "$dir"; return; fi
-  lock
-  if [ -f "$dir/.complete" ]; then echo "$dir"; return; fi
+  built "$dir" && return
+  claim "$dir"
+  built "$dir" && return
   log "building prometheus-nats-exporter ${EXPORTER_VERSION} from $src into $dir"
   rm -rf "$dir.tmp" && mkdir -p "$dir.tmp"
   (

@@ -11,7 +11,6 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 )
 
@@ -50,8 +49,9 @@ var (
 )
 
 // testbin runs hack/testbin.sh with args from the repository root and returns
-// the directory it prints. Calls are serialised within the process and, with
-// a file lock in the cache directory, across test binaries, so parallel test
+// the directory it prints. Calls are serialised within the process; across
+// test binaries the script itself takes a lock per artifact (a second
+// caller waits for the first's build and reuses it), so parallel test
 // packages never build into the same directory at once. Results are cached
 // for the life of the process.
 func testbin(args ...string) (string, error) {
@@ -65,12 +65,6 @@ func testbin(args ...string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	unlock, err := lockCache()
-	if err != nil {
-		return "", err
-	}
-	defer unlock()
-
 	var stdout, stderr bytes.Buffer
 	cmd := exec.Command("bash", append([]string{filepath.Join(root, "hack", "testbin.sh")}, args...)...)
 	cmd.Dir = root
@@ -101,38 +95,6 @@ func lastStderrLine(s string) string {
 		}
 	}
 	return ""
-}
-
-// lockCache takes an exclusive lock on a file in the test binary cache, so
-// that two test binaries do not run hack/testbin.sh at the same time.
-func lockCache() (func(), error) {
-	root := os.Getenv("NATS_OPERATOR_CACHE")
-	if root == "" {
-		cache := os.Getenv("XDG_CACHE_HOME")
-		if cache == "" {
-			home, err := os.UserHomeDir()
-			if err != nil {
-				return nil, err
-			}
-			cache = filepath.Join(home, ".cache")
-		}
-		root = filepath.Join(cache, "nats-operator")
-	}
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		return nil, err
-	}
-	f, err := os.OpenFile(filepath.Join(root, "testbin.lock"), os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("locking %s: %w", f.Name(), err)
-	}
-	return func() {
-		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		f.Close()
-	}, nil
 }
 
 // ControlPlaneBinDir returns the directory holding etcd, kube-apiserver,
