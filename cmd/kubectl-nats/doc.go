@@ -1,3 +1,3 @@
 // Command kubectl-nats is the kubectl plugin of nats-operator; its logic is
-// internal/kubectlnats.
+// pkg/kubectlnats.
 package main

@@ -6,7 +6,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/nats-operator/nats-operator/internal/kubectlnats"
+	"github.com/nats-operator/nats-operator/pkg/kubectlnats"
 )
 
 func main() {

@@ -14,10 +14,8 @@ import (
 	"fmt"
 	"slices"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/klog/v2"
 
@@ -25,11 +23,13 @@ import (
 	"github.com/nats-operator/nats-operator/pkg/render"
 )
 
-var certificates = schema.GroupVersionResource{Group: "cert-manager.io", Version: "v1", Resource: "certificates"}
-
 // SetDynamicClient gives the controller the client it reaches cert-manager's
-// Certificates with; without one, spec.tls.certificate is held.
-func (c *Controller) SetDynamicClient(d dynamic.Interface) { c.dynamic = d }
+// Certificates (and prometheus-operator's PodMonitors) with; without one,
+// spec.tls.certificate is held. Call it before Run.
+func (c *Controller) SetDynamicClient(d dynamic.Interface) {
+	c.dynamic = d
+	c.api.dynamic = d
+}
 
 // clientTLSName names the Certificate and its Secret: demo-client-tls.
 func clientTLSName(nc *clusterv1beta1.NatsCluster) string { return nc.Name + "-client-tls" }
@@ -76,54 +76,6 @@ func toAny(m map[string]string) map[string]any {
 	return out
 }
 
-// gatherCertificate reads the cluster's Certificate: to create or update
-// when it is missing or differs (st.certificate), and its Secret once it is
-// Ready. Until then a referenceError CertificateNotReady says what it
-// waits for.
-func (c *Controller) gatherCertificate(ctx context.Context, st *clusterState) error {
-	nc := st.nc
-	notReady := func(format string, args ...any) error {
-		return &referenceError{clusterv1beta1.ReasonCertificateNotReady, "spec.tls.certificate: " + fmt.Sprintf(format, args...)}
-	}
-	if c.dynamic == nil {
-		return notReady("this controller has no client for cert-manager")
-	}
-	want := desiredCertificate(nc)
-	got, err := c.dynamic.Resource(certificates).Namespace(nc.Namespace).Get(ctx, want.GetName(), metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		// Without cert-manager's CRD the create is refused with the API
-		// server's words (the server could not find the requested
-		// resource), which the status then shows.
-		st.certificate = want
-		return notReady("creating cert-manager Certificate %s/%s; waiting for it to be Ready", nc.Namespace, want.GetName())
-	case err != nil:
-		return fmt.Errorf("reading Certificate %s/%s: %w", nc.Namespace, want.GetName(), err)
-	}
-	if !metav1.IsControlledBy(got, nc) {
-		return &notControlledError{"Certificate", nc.Namespace, got.GetName()}
-	}
-	wantSpec, _, _ := unstructured.NestedMap(want.Object, "spec")
-	gotSpec, _, _ := unstructured.NestedMap(got.Object, "spec")
-	if !specCovers(gotSpec, wantSpec) {
-		u := got.DeepCopy()
-		u.Object["spec"] = wantSpec
-		st.certificate = u
-		return notReady("updating cert-manager Certificate %s/%s; waiting for it to be Ready", nc.Namespace, got.GetName())
-	}
-	ready, why := certificateReady(got)
-	if !ready {
-		return notReady("cert-manager Certificate %s/%s is not Ready: %s", nc.Namespace, got.GetName(), why)
-	}
-	files, ca, err := c.gatherTLSSecret(nc, &clusterv1beta1.TLSSecretRef{Name: clientTLSName(nc)}, "spec.tls.certificate", nc.Spec.TLS.VerifyClients)
-	if err != nil {
-		return err
-	}
-	files.Verify = nc.Spec.TLS.VerifyClients
-	st.tls.Client, st.tlsCA = files, ca
-	return nil
-}
-
 // specCovers says every field of want has its value in got (cert-manager
 // and the API server may add defaults).
 func specCovers(got, want map[string]any) bool {
@@ -168,9 +120,27 @@ func certificateReady(u *unstructured.Unstructured) (bool, string) {
 	return false, "cert-manager has not reported on it yet"
 }
 
+// certificateWrite is the Certificate to create (got nil) or update (got's
+// spec does not cover what spec.tls.certificate asks for); nil when got is
+// as asked.
+func certificateWrite(nc *clusterv1beta1.NatsCluster, got *unstructured.Unstructured) *unstructured.Unstructured {
+	want := desiredCertificate(nc)
+	if got == nil {
+		return want
+	}
+	wantSpec, _, _ := unstructured.NestedMap(want.Object, "spec")
+	gotSpec, _, _ := unstructured.NestedMap(got.Object, "spec")
+	if specCovers(gotSpec, wantSpec) {
+		return nil
+	}
+	u := got.DeepCopy()
+	u.Object["spec"] = wantSpec
+	return u
+}
+
 // writeCertificate creates or updates the cluster's Certificate.
-func (c *Controller) writeCertificate(ctx context.Context, st *clusterState) error {
-	u := st.certificate
+func (c *Controller) writeCertificate(ctx context.Context, p *plan) error {
+	u := p.certificate
 	if u == nil {
 		return nil
 	}

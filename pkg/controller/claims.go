@@ -24,7 +24,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -41,61 +40,40 @@ func claimName(nc *clusterv1beta1.NatsCluster, ordinal int32) string {
 }
 
 // claimChange fills a server's ClaimTemplateDiffers or ClaimExpansion from
-// its StatefulSet, the target's, and its claim. An error reading the claim
-// or its class is returned for a retry.
-func (c *Controller) claimChange(ctx context.Context, nc *clusterv1beta1.NatsCluster, so *serverObjects, target *appsv1.StatefulSet, s *rollout.ServerState) error {
+// its StatefulSet, the target's, and its claim and class as gathered.
+func claimChange(f *facts, so serverObjects, target *appsv1.StatefulSet, s *rollout.ServerState) {
 	have, want := so.statefulSet.Spec.VolumeClaimTemplates, target.Spec.VolumeClaimTemplates
 	if render.SameClaimTemplates(have, want) {
-		return nil
+		return
 	}
 	s.ClaimTemplateDiffers = true
 	if len(have) != 1 || len(want) != 1 {
-		return nil
+		return
 	}
 	size := want[0].Spec.Resources.Requests[corev1.ResourceStorage]
 	old := have[0].Spec.Resources.Requests[corev1.ResourceStorage]
 	same := have[0].DeepCopy()
 	same.Spec.Resources.Requests[corev1.ResourceStorage] = size
 	if size.Cmp(old) <= 0 || !render.SameClaimTemplates([]corev1.PersistentVolumeClaim{*same}, want) {
-		return nil
+		return
 	}
 	// Only a larger storage request: the claim decides.
-	claim, err := c.kubeClient.CoreV1().PersistentVolumeClaims(nc.Namespace).Get(ctx, claimName(nc, so.ordinal), metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("reading the claim of %s: %w", so.name, err)
+	claim := f.claims[so.ordinal]
+	if claim == nil {
+		return
 	}
 	requested := claim.Spec.Resources.Requests[corev1.ResourceStorage]
 	capacity := claim.Status.Capacity[corev1.ResourceStorage]
 	if requested.Cmp(size) >= 0 && capacity.Cmp(size) >= 0 {
 		// Grown already: the StatefulSet's template is only stale.
 		s.ClaimTemplateDiffers = false
-		return nil
+		return
 	}
-	expandable, err := c.classExpands(ctx, claim)
-	if err != nil || !expandable {
-		return err
+	if claim.Spec.StorageClassName == nil || !f.expandable[*claim.Spec.StorageClassName] {
+		return
 	}
 	s.ClaimTemplateDiffers = false
 	s.ClaimExpansion = &rollout.ClaimExpansion{Size: size.String(), Requested: requested.Cmp(size) >= 0, Progress: claimProgress(claim, size)}
-	return nil
-}
-
-// classExpands says whether the claim's storage class allows expansion.
-func (c *Controller) classExpands(ctx context.Context, claim *corev1.PersistentVolumeClaim) (bool, error) {
-	if claim.Spec.StorageClassName == nil || *claim.Spec.StorageClassName == "" {
-		return false, nil
-	}
-	class, err := c.kubeClient.StorageV1().StorageClasses().Get(ctx, *claim.Spec.StorageClassName, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("reading StorageClass %s: %w", *claim.Spec.StorageClassName, err)
-	}
-	return class.AllowVolumeExpansion != nil && *class.AllowVolumeExpansion, nil
 }
 
 // claimProgress is "1Gi of 2Gi" and the claim's resize conditions.
@@ -121,24 +99,25 @@ func claimProgress(claim *corev1.PersistentVolumeClaim, size resource.Quantity) 
 
 // expandClaim executes an ExpandClaim step: the server's claim gets the
 // target claim template's storage request.
-func (c *Controller) expandClaim(ctx context.Context, st *clusterState, out *render.Output, step *rollout.Step) error {
+func (c *Controller) expandClaim(ctx context.Context, p *plan, step *rollout.Step) error {
 	if step.Expand == nil {
 		return fmt.Errorf("the planner asked for an ExpandClaim step without its payload")
 	}
-	nc := st.nc
+	nc, out := p.facts.nc, p.out
 	i, ok := render.ServerOrdinal(nc.Name, step.Expand.Server)
 	if !ok || int(i) >= len(out.Servers) || len(out.Servers[i].StatefulSet.Spec.VolumeClaimTemplates) != 1 {
 		return fmt.Errorf("planner grows the claim of %q, which has no claim template to grow to", step.Expand.Server)
 	}
 	size := out.Servers[i].StatefulSet.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests[corev1.ResourceStorage]
 	name := claimName(nc, i)
-	claims := c.kubeClient.CoreV1().PersistentVolumeClaims(nc.Namespace)
-	claim, err := claims.Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return fmt.Errorf("reading claim %s/%s: %w", nc.Namespace, name, err)
+	claim := p.facts.claims[i]
+	if claim == nil {
+		return fmt.Errorf("planner grows claim %s/%s, which the sync did not find", nc.Namespace, name)
 	}
+	// The claim's UID as a precondition: a claim deleted and made again
+	// since it was read is not grown blindly.
 	patch := fmt.Sprintf(`{"metadata":{"uid":%q},"spec":{"resources":{"requests":{"storage":%q}}}}`, claim.UID, size.String())
-	_, err = claims.Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: FieldManager})
+	_, err := c.kubeClient.CoreV1().PersistentVolumeClaims(nc.Namespace).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: FieldManager})
 	c.countWrite("persistentvolumeclaims", "patch")
 	if err != nil {
 		return writeError("growing", "PersistentVolumeClaim", claim, err)
@@ -149,17 +128,11 @@ func (c *Controller) expandClaim(ctx context.Context, st *clusterState, out *ren
 }
 
 // claimStillGoing says whether the claim a server about to be created
-// would use is still being deleted.
-func (c *Controller) claimStillGoing(ctx context.Context, nc *clusterv1beta1.NatsCluster, so *serverObjects, target *appsv1.StatefulSet) (bool, error) {
+// would use is still being deleted (the server waits for it to go).
+func claimStillGoing(f *facts, so serverObjects, target *appsv1.StatefulSet) bool {
 	if len(target.Spec.VolumeClaimTemplates) == 0 {
-		return false, nil
+		return false
 	}
-	claim, err := c.kubeClient.CoreV1().PersistentVolumeClaims(nc.Namespace).Get(ctx, claimName(nc, so.ordinal), metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		return false, nil
-	case err != nil:
-		return false, fmt.Errorf("reading the claim of %s: %w", so.name, err)
-	}
-	return claim.DeletionTimestamp != nil, nil
+	claim := f.claims[so.ordinal]
+	return claim != nil && claim.DeletionTimestamp != nil
 }

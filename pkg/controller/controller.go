@@ -19,10 +19,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	appslisters "k8s.io/client-go/listers/apps/v1"
-	corelisters "k8s.io/client-go/listers/core/v1"
-	networkinglisters "k8s.io/client-go/listers/networking/v1"
-	policylisters "k8s.io/client-go/listers/policy/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
@@ -34,8 +30,6 @@ import (
 	natsscheme "github.com/nats-operator/nats-operator/pkg/generated/clientset/versioned/scheme"
 	clusterinformers "github.com/nats-operator/nats-operator/pkg/generated/informers/externalversions/cluster/v1beta1"
 	trustinformers "github.com/nats-operator/nats-operator/pkg/generated/informers/externalversions/trust/v1beta1"
-	clusterlisters "github.com/nats-operator/nats-operator/pkg/generated/listers/cluster/v1beta1"
-	trustlisters "github.com/nats-operator/nats-operator/pkg/generated/listers/trust/v1beta1"
 	"github.com/nats-operator/nats-operator/pkg/observe"
 )
 
@@ -84,16 +78,17 @@ type Controller struct {
 	// dynamic reads and writes cert-manager Certificates; nil without.
 	dynamic dynamic.Interface
 
-	clusters        clusterlisters.NatsClusterLister
-	operatorTrusts  trustlisters.NatsOperatorTrustLister
-	accountTrusts   trustlisters.NatsAccountTrustLister
-	statefulSets    appslisters.StatefulSetLister
-	configMaps      corelisters.ConfigMapLister
-	services        corelisters.ServiceLister
-	pods            corelisters.PodLister
-	pdbs            policylisters.PodDisruptionBudgetLister
-	secrets         *secretReader
-	networkPolicies networkinglisters.NetworkPolicyLister
+	// gatherer reads every fact a sync decides on, through the listers
+	// of the informers and the reads by name of Sources.API; nothing else
+	// of the controller reads (TestOnlyTheGathererReads).
+	gatherer gatherer
+	// api is the gatherer's reader by name (Sources.API); its Secret value
+	// cache is forgotten when a Secret is deleted.
+	api *apiReader
+	// checkFacts, when set (the unit tests), is called after each sync
+	// with the facts and a copy taken right after gathering: nothing may
+	// change them.
+	checkFacts func(after, gathered *facts)
 	// synced are the HasSynced funcs of every informer above.
 	synced []cache.InformerSynced
 
@@ -108,8 +103,6 @@ type Controller struct {
 	// ownWrites keeps syncs from planning on a cache that has not yet
 	// seen the controller's own last write of a NatsCluster.
 	ownWrites *ownWrites
-	// systemUsers caches the checked system user Secrets.
-	systemUsers systemUserCache
 	// reloadSends paces the reloads sent while one is in flight, and
 	// removeSends the evacuations and peer removals of a scale-down.
 	reloadSends pacer
@@ -123,8 +116,6 @@ type Controller struct {
 	// controllerNamespace is where the controller runs
 	// (SetControllerNamespace): NetworkPolicies admit monitoring from it.
 	controllerNamespace string
-	// podMonitorAPI remembers whether PodMonitors are served.
-	podMonitorAPI podMonitorAPI
 
 	// cachesSynced is set once every informer has synced (for /readyz).
 	cachesSynced sync.Once
@@ -143,22 +134,15 @@ func New(ctx context.Context, kubeClient kubernetes.Interface, natsClient versio
 	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "nats-operator"})
 
 	RegisterWorkqueueMetrics(metrics)
+	src := SourcesFor(inf, kubeClient, nil)
 	c := &Controller{
-		kubeClient:      kubeClient,
-		natsClient:      natsClient,
-		clusters:        inf.Clusters.Lister(),
-		operatorTrusts:  inf.OperatorTrusts.Lister(),
-		accountTrusts:   inf.AccountTrusts.Lister(),
-		statefulSets:    inf.StatefulSets.Lister(),
-		configMaps:      inf.ConfigMaps.Lister(),
-		services:        inf.Services.Lister(),
-		pods:            inf.Pods.Lister(),
-		pdbs:            inf.PDBs.Lister(),
-		secrets:         newSecretReader(kubeClient, inf.Secrets.Lister()),
-		networkPolicies: inf.NetworkPolicies.Lister(),
-		ownWrites:       newOwnWrites(),
-		reloadTimeout:   DefaultReloadTimeout,
-		restRequeue:     DefaultRestRequeue,
+		kubeClient:    kubeClient,
+		natsClient:    natsClient,
+		gatherer:      gatherer{src: src, systemUsers: &systemUserCache{}},
+		api:           src.API.(*apiReader),
+		ownWrites:     newOwnWrites(),
+		reloadTimeout: DefaultReloadTimeout,
+		restRequeue:   DefaultRestRequeue,
 		synced: []cache.InformerSynced{
 			inf.Clusters.Informer().HasSynced, inf.OperatorTrusts.Informer().HasSynced,
 			inf.AccountTrusts.Informer().HasSynced, inf.StatefulSets.Informer().HasSynced,
@@ -198,7 +182,7 @@ func New(ctx context.Context, kubeClient kubernetes.Interface, natsClient versio
 		c.enqueueReferrers(obj)
 		c.enqueueOwner(obj) // the system user Secret
 	})
-	if _, err := inf.Secrets.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: c.secrets.forget}); err != nil {
+	if _, err := inf.Secrets.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: c.api.secrets.forget}); err != nil {
 		utilruntime.Must(err)
 	}
 	return c
@@ -307,7 +291,7 @@ func (c *Controller) resolveControllerRef(namespace string, ref *metav1.OwnerRef
 	if ref == nil || ref.Kind != "NatsCluster" || ref.APIVersion != clusterv1beta1.SchemeGroupVersion.String() {
 		return nil
 	}
-	nc, err := c.clusters.NatsClusters(namespace).Get(ref.Name)
+	nc, err := c.gatherer.gatherCluster(namespace, ref.Name)
 	if err != nil || nc.UID != ref.UID {
 		return nil
 	}
@@ -325,7 +309,7 @@ func (c *Controller) enqueueReferrers(obj interface{}) {
 	if !ok {
 		return
 	}
-	ncs, err := c.clusters.NatsClusters(o.GetNamespace()).List(everything)
+	ncs, err := c.gatherer.src.Clusters.NatsClusters(o.GetNamespace()).List(everything)
 	if err != nil {
 		return
 	}

@@ -1,24 +1,63 @@
 // Package controller is the NatsCluster controller: shared informers feed a
-// named, rate-limited workqueue, and each sync runs in three phases (see
-// gather.go):
+// named, rate-limited workqueue, and each sync runs in phases (gather.go):
 //
-//   - decide: gather every object of the cluster from the listers (the only
-//     reads of a sync; StatefulSets beyond spec.replicas included), render the
-//     target with pkg/render (which also reads the servers' nats.conf back:
-//     this package never parses it), observe the NATS servers with
-//     pkg/observe, and ask pkg/rollout's planner for a Decision;
-//   - write: the Services and PDB, then only what the Decision allows: the
-//     servers it creates, its one step (executed by kind), the one-shot
-//     annotations it clears;
-//   - report: status, Events and metrics, always from the Decision (a write
-//     the API server refused is reported as ReconcileFailed with its words).
+//   - gather (gather*.go): every object the sync needs, once, through
+//     Sources (the listers, and API for the few reads by name: Secret
+//     values, claims, StorageClasses, the Certificate, the PodMonitor), into
+//     immutable facts. The only code that reads (TestOnlyTheGathererReads);
+//     what needs the clock or entropy (a new system user, route TLS made or
+//     renewed) is made here too;
+//   - observe: the NATS servers the facts name (pkg/observe);
+//   - decide (decide.go): a pure function of facts and observation
+//     returning one plan: the rendered target (pkg/render), the planner's
+//     input and Decision (pkg/rollout), the supporting objects to write
+//     (TestDecideIsPure);
+//   - write (write.go): the writers, one per kind of supporting object, then
+//     only what the Decision allows: the servers it creates, its one step
+//     (executed by kind, step.go), the one-shot annotations it clears;
+//   - report (sync.go, status.go): status, Events and metrics, always from
+//     the plan (a write the API server refused is reported as
+//     ReconcileFailed with its words).
 //
 // The planner decides every hold and step; this package executes and
 // reports. It is the only package that writes to Kubernetes. The structure
 // follows k8s.io/sample-controller, with the Kubernetes StatefulSet
 // controller's care: owners resolved by Kind and UID, an object the
 // controller does not control is reported (ReconcileFailed), never
-// overwritten, and nothing is written when nothing differs.
+// overwritten, and nothing is written when nothing differs. kubectl nats
+// plan (pkg/kubectlnats) runs the same gather and decide (Decide,
+// preview.go) on Sources of a live cluster (SourcesFor) or of manifests
+// (StaticSources).
+//
+// Where things go:
+//
+// A new supporting object (a Secret, a Service, a gateway's Certificate):
+//  1. its read: a Sources field (a lister, with its informer in Informers,
+//     NewInformerSet and the RBAC of manifests/) or an APIReader method
+//     (apiReader, staticAPI), read by a gather function into a facts field
+//     (and facts.clone);
+//  2. what it should be: rendered by pkg/render into render.Output, or, for
+//     a write decided here, a plan field set by decide;
+//  3. its writer: a func(ctx, *plan) error in writers() (write.go), with
+//     one create/correct/delete shape and writeError for a refusal;
+//  4. its events: the informer's handler in New (enqueueOwner when the
+//     cluster controls it, enqueueReferrers when the spec names it).
+//
+// A new step kind:
+//  1. pkg/rollout: the StepKind, its payload on Step, in StepKinds, decided
+//     by the planner with its Progressing reason and message;
+//  2. its executor: a case of executeStep (step.go) in a file of its own,
+//     recording its progress in the cluster's objects, never in memory
+//     (TestEveryStepKindHasAnExecutor);
+//  3. its plan verdict: a case of stepVerdict (pkg/kubectlnats/verdict.go)
+//     (TestEveryStepKindHasAPlanVerdict);
+//  4. its step metrics come with StepKinds (metrics.go).
+//
+// A new hold: pkg/rollout alone (the reason in pkg/apis constants.go, the
+// hold and its message in the planner, with planner tests; rollout.Notifies
+// when it needs the user). The controller reports it as it reports every
+// Decision; a fact the hold needs is gathered (above) and passed in
+// rollout.Input by planInput (decide.go).
 //
 // Revisions: each server's ConfigMap carries the config revision (in
 // nats.conf), its pod template the template revision and the config revision
@@ -37,7 +76,8 @@
 // Steps by kind: restarts (step.go, servers.go); Reload steps over $SYS
 // with spec.auth.systemCredentials or the controller's own system user, whose
 // Secret it generates (reload.go, systemuser.go); RemoveServer steps of a
-// scale-down (scaledown.go). Each records its progress in the cluster's
-// objects (annotations, the StatefulSet's replicas), never in memory, so a
-// restarted controller goes on where its predecessor was.
+// scale-down (scaledown.go); ExpandClaim (claims.go). Each records its
+// progress in the cluster's objects (annotations, the StatefulSet's
+// replicas), never in memory, so a restarted controller goes on where its
+// predecessor was.
 package controller

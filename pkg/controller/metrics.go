@@ -50,7 +50,7 @@ type Metrics struct {
 
 // stepKinds are the step kinds the planner has: their histograms exist
 // (empty) before the first step.
-var stepKinds = []rollout.StepKind{rollout.RestartOne, rollout.RestartAll, rollout.Reload, rollout.RemoveServer, rollout.ExpandClaim}
+var stepKinds = rollout.StepKinds
 
 var (
 	registerOnce sync.Once

@@ -2,17 +2,13 @@ package controller
 
 import (
 	"context"
-	"sync"
-	"time"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
 
-	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
 	"github.com/nats-operator/nats-operator/pkg/render"
 )
 
@@ -28,18 +24,11 @@ func (c *Controller) SetControllerNamespace(ns string) { c.controllerNamespace =
 // false) deletes the cluster's NetworkPolicy. One of another owner in the
 // way is never touched; nothing is done without a rendered target (a spec
 // held InvalidSpec).
-func (c *Controller) ensureNetworkPolicy(ctx context.Context, nc *clusterv1beta1.NatsCluster, out *render.Output) error {
-	if out == nil {
+func (c *Controller) ensureNetworkPolicy(ctx context.Context, p *plan) error {
+	if p.out == nil {
 		return nil
 	}
-	want := out.NetworkPolicy
-	got, err := c.networkPolicies.NetworkPolicies(nc.Namespace).Get(nc.Name)
-	if apierrors.IsNotFound(err) {
-		got, err = nil, nil
-	}
-	if err != nil {
-		return err
-	}
+	nc, want, got := p.facts.nc, p.out.NetworkPolicy, p.facts.networkPolicy
 	client := c.kubeClient.NetworkingV1().NetworkPolicies(nc.Namespace)
 	switch {
 	case want == nil && got == nil:
@@ -76,7 +65,7 @@ func (c *Controller) ensureNetworkPolicy(ctx context.Context, nc *clusterv1beta1
 	updated := got.DeepCopy()
 	updated.Labels = want.Labels
 	updated.Spec = want.Spec
-	_, err = client.Update(ctx, updated, metav1.UpdateOptions{FieldManager: FieldManager})
+	_, err := client.Update(ctx, updated, metav1.UpdateOptions{FieldManager: FieldManager})
 	c.countWrite("networkpolicies", "update")
 	if err != nil {
 		return writeError("updating", "NetworkPolicy", want, err)
@@ -85,62 +74,15 @@ func (c *Controller) ensureNetworkPolicy(ctx context.Context, nc *clusterv1beta1
 	return nil
 }
 
-var podMonitors = schema.GroupVersionResource{Group: render.PodMonitorGroup, Version: render.PodMonitorVersion, Resource: render.PodMonitorResource}
-
-// podMonitorAPI remembers, for a minute, whether the API server serves
-// prometheus-operator's PodMonitors, so a cluster synced often does not ask
-// discovery each time, and a CRD installed later is found within a minute.
-type podMonitorAPI struct {
-	mu      sync.Mutex
-	checked time.Time
-	served  bool
-}
-
-const podMonitorRecheck = time.Minute
-
-// podMonitorsServed reports whether the PodMonitor CRD is installed.
-func (c *Controller) podMonitorsServed() (bool, error) {
-	p := &c.podMonitorAPI
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if !p.checked.IsZero() && time.Since(p.checked) < podMonitorRecheck {
-		return p.served, nil
-	}
-	list, err := c.kubeClient.Discovery().ServerResourcesForGroupVersion(podMonitors.GroupVersion().String())
-	served := false
-	switch {
-	case apierrors.IsNotFound(err):
-	case err != nil:
-		return false, err
-	default:
-		for _, r := range list.APIResources {
-			served = served || r.Name == podMonitors.Resource
-		}
-	}
-	p.checked, p.served = time.Now(), served
-	return served, nil
-}
-
 // ensurePodMonitor creates or corrects the cluster's PodMonitor where
 // prometheus-operator's CRD is installed, and deletes it when metrics are
 // turned off. Without the CRD, or without a dynamic client, it does nothing.
-func (c *Controller) ensurePodMonitor(ctx context.Context, nc *clusterv1beta1.NatsCluster, out *render.Output) error {
-	if c.dynamic == nil || out == nil {
+func (c *Controller) ensurePodMonitor(ctx context.Context, p *plan) error {
+	if c.dynamic == nil || p.out == nil || !p.facts.podMonitorsServed {
 		return nil
 	}
-	served, err := c.podMonitorsServed()
-	if err != nil || !served {
-		return err
-	}
-	want := out.PodMonitor
+	nc, want, got := p.facts.nc, p.out.PodMonitor, p.facts.podMonitor
 	client := c.dynamic.Resource(podMonitors).Namespace(nc.Namespace)
-	got, err := client.Get(ctx, nc.Name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		got, err = nil, nil
-	}
-	if err != nil {
-		return err
-	}
 	switch {
 	case want == nil && got == nil:
 		return nil
@@ -176,7 +118,7 @@ func (c *Controller) ensurePodMonitor(ctx context.Context, nc *clusterv1beta1.Na
 	if err := unstructured.SetNestedMap(updated.Object, wantSpec, "spec"); err != nil {
 		return err
 	}
-	_, err = client.Update(ctx, updated, metav1.UpdateOptions{FieldManager: FieldManager})
+	_, err := client.Update(ctx, updated, metav1.UpdateOptions{FieldManager: FieldManager})
 	c.countWrite("podmonitors", "update")
 	if err != nil {
 		return writeError("updating", "PodMonitor", want, err)

@@ -14,13 +14,11 @@ import (
 	"github.com/nats-operator/nats-operator/pkg/rollout"
 )
 
-// Observer is what the controller asks of the NATS servers
-// (*observe.Observer); SetObserver replaces it, e.g. with a fixed Snapshot
-// for a preview of a cluster that does not run.
-type Observer = clusterObserver
-
-// SetObserver replaces the controller's observer. Call it before Run.
-func (c *Controller) SetObserver(o Observer) { c.observer = o }
+// Observer is what a preview asks of the NATS servers: *observe.Observer,
+// or a fixed Snapshot for a cluster that does not run.
+type Observer interface {
+	Observe(ctx context.Context, t observe.Target) *observe.Snapshot
+}
 
 // Preview is what one sync of a NatsCluster would decide, and what it read
 // to decide it. Nothing is written to make it: kubectl nats plan shows it.
@@ -50,23 +48,26 @@ type PreviewServer struct {
 	Pod         *corev1.Pod
 }
 
-// Decide runs the decide phase of a sync (gather, render, observe, plan) for
-// nc, which need not be the NatsCluster the caches hold (a manifest to be
-// applied, with the live one's status and annotations), and writes nothing.
-// It is the same code a sync runs, so a preview and the controller cannot
-// disagree on the same caches and observation.
-func (c *Controller) Decide(ctx context.Context, nc *clusterv1beta1.NatsCluster, now metav1.Time) (*Preview, error) {
-	st, out, snap, in, d, err := c.decide(ctx, nc, now)
+// Decide runs the phases of a sync that write nothing (gather through src,
+// observe with obs, decide) for nc, which need not be the NatsCluster src
+// holds (a manifest to be applied, with the live one's status and
+// annotations). A sync runs the same functions, so a preview and the
+// controller cannot disagree on the same objects and observation.
+func Decide(ctx context.Context, src Sources, obs Observer, nc *clusterv1beta1.NatsCluster, now metav1.Time) (*Preview, error) {
+	g := gatherer{src: src, systemUsers: &systemUserCache{}}
+	f, err := g.gather(ctx, nc, now.Time)
 	if err != nil {
 		return nil, fmt.Errorf("deciding for NatsCluster %s/%s: %w", nc.Namespace, nc.Name, err)
 	}
-	p := &Preview{Output: out, Snapshot: snap, Input: in, Decision: d}
-	for _, so := range append(append([]serverObjects(nil), st.servers...), st.extra...) {
-		p.Servers = append(p.Servers, PreviewServer{Name: so.name, Ordinal: so.ordinal, StatefulSet: so.statefulSet, ConfigMap: so.configMap, Pod: so.pod})
+	snap := obs.Observe(ctx, observeTarget(f))
+	p := decide(f, snap, decideOptions{reloadTimeout: DefaultReloadTimeout, now: now})
+	pv := &Preview{Output: p.out, Snapshot: snap, Input: p.input, Decision: p.decision}
+	for _, so := range append(append([]serverObjects(nil), f.servers...), f.extra...) {
+		pv.Servers = append(pv.Servers, PreviewServer{Name: so.name, Ordinal: so.ordinal, StatefulSet: so.statefulSet, ConfigMap: so.configMap, Pod: so.pod})
 	}
-	if st.newSystemUserSecret != nil {
-		p.Secrets = append(p.Secrets, st.newSystemUserSecret)
+	if p.systemUserSecret != nil {
+		pv.Secrets = append(pv.Secrets, p.systemUserSecret)
 	}
-	p.Secrets = append(p.Secrets, st.tlsSecrets...)
-	return p, nil
+	pv.Secrets = append(pv.Secrets, f.routeTLSSecrets...)
+	return pv, nil
 }

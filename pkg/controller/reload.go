@@ -25,13 +25,12 @@ import (
 	"sync"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
-	"github.com/nats-operator/nats-operator/internal/kubeutil"
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
 	"github.com/nats-operator/nats-operator/pkg/observe"
 	"github.com/nats-operator/nats-operator/pkg/render"
@@ -59,94 +58,10 @@ type systemUser struct {
 	render         *render.SystemUser
 }
 
-// gatherSystemUser reads the system user Secret of a cluster without auth;
-// st.systemUser stays nil when there is none.
-func (c *Controller) gatherSystemUser(st *clusterState) error {
-	nc := st.nc
-	if nc.Spec.Auth != nil {
-		return nil
-	}
-	s, err := c.secrets.Secrets(nc.Namespace).Get(systemUserSecretName(nc.Name))
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if !metav1.IsControlledBy(s, nc) {
-		return &notControlledError{"Secret", s.Namespace, s.Name}
-	}
-	user, password, ru, err := c.systemUsers.get(s)
-	if err != nil {
-		return &referenceError{clusterv1beta1.ReasonReconcileFailed,
-			err.Error() + "; delete the Secret and the controller makes a new one (the servers are then reloaded or restarted onto it)"}
-	}
-	st.systemUser = &systemUser{user: user, password: password, render: ru}
-	return nil
-}
-
-// chooseSystemUser picks the system user to render a cluster without auth
-// with: the one its Secret holds; for a new cluster, or one whose objects
-// change anyway, a new one (its Secret is created before anything else is
-// written); none for a cluster an older release made that has nothing to
-// change, so an upgrade of the controller restarts and rewrites nothing.
-// rerender renders with a system user.
-func (c *Controller) chooseSystemUser(st *clusterState, out *render.Output, rerender func(*render.SystemUser) *render.Output) *render.Output {
-	fail := func(err error) *render.Output {
-		st.blocked = &rollout.Blocked{Reason: clusterv1beta1.ReasonReconcileFailed, Message: err.Error()}
-		return nil
-	}
-	if st.nc.Spec.Auth != nil || st.systemUser != nil || out == nil {
-		return out
-	}
-	if !st.anyServerObjects() || objectsChange(st, out) {
-		secret, err := newSystemUserSecret(st.nc)
-		if err != nil {
-			return fail(err)
-		}
-		user, password, ru, err := systemUserFromSecret(secret)
-		if err != nil {
-			return fail(err)
-		}
-		st.newSystemUserSecret = secret
-		st.systemUser = &systemUser{user: user, password: password, render: ru}
-		return rerender(ru)
-	}
-	return out
-}
-
-// anyServerObjects says some server of the cluster has a ConfigMap or a
-// StatefulSet.
-func (st *clusterState) anyServerObjects() bool {
-	for _, so := range st.servers {
-		if so.configMap != nil || so.statefulSet != nil {
-			return true
-		}
-	}
-	return len(st.extra) > 0
-}
-
-// objectsChange says the target differs from some server's objects (its
-// ConfigMap, template or the config its pod was restarted for).
-func objectsChange(st *clusterState, out *render.Output) bool {
-	for i, so := range st.servers {
-		target := &out.Servers[i]
-		if so.statefulSet == nil || so.configMap == nil {
-			return true
-		}
-		if configMapDiffers(so.configMap, target.ConfigMap) ||
-			so.statefulSet.Spec.Template.Annotations[clusterv1beta1.AnnotationConfigRevision] != target.Revision ||
-			render.TemplateRevisionOf(so.statefulSet) != target.TemplateRevision {
-			return true
-		}
-	}
-	return false
-}
-
 // createSystemUserSecret creates the system user Secret chosen by this
 // sync, before any object that renders its hash.
-func (c *Controller) createSystemUserSecret(ctx context.Context, st *clusterState) error {
-	s := st.newSystemUserSecret
+func (c *Controller) createSystemUserSecret(ctx context.Context, p *plan) error {
+	s := p.systemUserSecret
 	if s == nil {
 		return nil
 	}
@@ -158,41 +73,6 @@ func (c *Controller) createSystemUserSecret(ctx context.Context, st *clusterStat
 	}
 	klog.FromContext(ctx).V(2).Info("Created the system user Secret", "secret", klog.KObj(s))
 	return nil
-}
-
-// reloadAccess says whether the controller can send reloads to the cluster,
-// and if not, why (for status.config.restartReason), with the system target
-// to send them through.
-func (c *Controller) reloadAccess(st *clusterState, in *rollout.Input) (observe.Target, bool, string) {
-	t := observe.Target{Cluster: st.nc.Namespace + "/" + st.nc.Name}
-	if st.tls.Client != nil {
-		if st.tls.Client.Verify {
-			return t, false, "reloads need a client certificate with spec.tls.verifyClients, which the controller does not have"
-		}
-		t.TLSRootCAs, t.TLSServerName = st.tlsCA, st.nc.Name+"."+st.nc.Namespace+".svc"
-	}
-	if st.nc.Spec.Auth != nil {
-		if len(st.systemCreds) == 0 {
-			return t, false, "reloads need spec.auth.systemCredentials (the creds file of a system account user)"
-		}
-		full := c.observeTarget(st)
-		full.TLSRootCAs, full.TLSServerName = t.TLSRootCAs, t.TLSServerName
-		return full, true, ""
-	}
-	if st.systemUser == nil {
-		return t, false, "reloads need the controller's system user, which is not rendered yet"
-	}
-	t.SystemUser, t.SystemPassword = st.systemUser.user, st.systemUser.password
-	for i, so := range st.servers {
-		if i >= len(in.Servers) || !in.Servers[i].Created || !in.Servers[i].Running.SystemUser || !kubeutil.PodReady(so.pod) {
-			continue
-		}
-		t.Servers = append(t.Servers, observe.ServerAddr{Name: so.name, Host: so.pod.Status.PodIP})
-	}
-	if len(t.Servers) == 0 {
-		return t, false, "reloads need the controller's system user on a running server, and no running server has it yet"
-	}
-	return t, true, ""
 }
 
 // parseReload reads a StatefulSet's reload annotation; zero when absent or
@@ -255,29 +135,29 @@ func (r *pacer) due(key string, now time.Time) bool {
 }
 
 // reload executes a Reload step.
-func (c *Controller) reload(ctx context.Context, st *clusterState, out *render.Output, step *rollout.Step) error {
+func (c *Controller) reload(ctx context.Context, p *plan, step *rollout.Step) error {
 	r := step.Reload
 	if r == nil {
 		return errors.New("the planner asked for a Reload step without its payload")
 	}
-	nc := st.nc
+	nc := p.facts.nc
 	i, ok := render.ServerOrdinal(nc.Name, r.Server)
-	if !ok || int(i) >= len(st.servers) || st.servers[i].statefulSet == nil {
+	if !ok || int(i) >= len(p.facts.servers) || p.facts.servers[i].statefulSet == nil {
 		return fmt.Errorf("planner reloads unknown server %q", r.Server)
 	}
-	so, target := &st.servers[i], &out.Servers[i]
+	so, target := &p.facts.servers[i], &p.out.Servers[i]
 	logger := klog.FromContext(ctx).WithValues("server", r.Server, "revision", r.Revision)
 	cur := parseReload(&so.statefulSet.ObjectMeta)
 	now := time.Now()
 	if r.Confirmed {
-		if err := c.annotateReload(ctx, so, formatReload(r.Revision, rollout.ReloadDone, now, "")); err != nil {
+		if err := c.annotateReload(ctx, so.statefulSet, formatReload(r.Revision, rollout.ReloadDone, now, "")); err != nil {
 			return err
 		}
 		c.recorder.Eventf(nc, corev1.EventTypeNormal, eventServerReloaded, "Reloaded %s onto revision %s without a restart", r.Server, r.Revision)
 		return nil
 	}
 	if cur.Revision != r.Revision || cur.Phase != rollout.ReloadStarted {
-		if err := c.annotateReload(ctx, so, formatReload(r.Revision, rollout.ReloadStarted, now, "")); err != nil {
+		if err := c.annotateReload(ctx, so.statefulSet, formatReload(r.Revision, rollout.ReloadStarted, now, "")); err != nil {
 			return err
 		}
 	}
@@ -289,7 +169,7 @@ func (c *Controller) reload(ctx context.Context, st *clusterState, out *render.O
 	if !c.reloadSends.due(nc.Namespace+"/"+r.Server+"/"+r.Revision, now) {
 		return nil
 	}
-	sys, err := c.observer.System(ctx, st.reloadVia)
+	sys, err := c.observer.System(ctx, p.reloadVia)
 	if err == nil {
 		err = sys.Reload(ctx, r.Server)
 	}
@@ -297,7 +177,7 @@ func (c *Controller) reload(ctx context.Context, st *clusterState, out *render.O
 	switch {
 	case errors.As(err, &refused):
 		logger.Info("nats-server refused to reload its config", "error", refused.Message)
-		if err := c.annotateReload(ctx, so, formatReload(r.Revision, rollout.ReloadRefused, now, refused.Message)); err != nil {
+		if err := c.annotateReload(ctx, so.statefulSet, formatReload(r.Revision, rollout.ReloadRefused, now, refused.Message)); err != nil {
 			return err
 		}
 		c.recorder.Eventf(nc, corev1.EventTypeWarning, eventReloadRefused, "nats-server refused to reload %s onto revision %s: %s; restarting it instead",
@@ -315,16 +195,14 @@ func (c *Controller) reload(ctx context.Context, st *clusterState, out *render.O
 // annotateReload writes the reload annotation on a server's StatefulSet with
 // a merge patch of its metadata: the pod template is not touched, so
 // nothing restarts.
-func (c *Controller) annotateReload(ctx context.Context, so *serverObjects, value string) error {
-	sts := so.statefulSet
+func (c *Controller) annotateReload(ctx context.Context, sts *appsv1.StatefulSet, value string) error {
 	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, clusterv1beta1.AnnotationReload, value)
-	updated, err := c.kubeClient.AppsV1().StatefulSets(sts.Namespace).Patch(ctx, sts.Name, types.MergePatchType, []byte(patch),
+	_, err := c.kubeClient.AppsV1().StatefulSets(sts.Namespace).Patch(ctx, sts.Name, types.MergePatchType, []byte(patch),
 		metav1.PatchOptions{FieldManager: FieldManager})
 	c.countWrite("statefulsets", "patch")
 	if err != nil {
 		return writeError("annotating", "StatefulSet", sts, err)
 	}
-	so.statefulSet = updated
 	return nil
 }
 

@@ -29,16 +29,17 @@ import (
 )
 
 // removeServer executes a RemoveServer step.
-func (c *Controller) removeServer(ctx context.Context, st *clusterState, step *rollout.Step) error {
+func (c *Controller) removeServer(ctx context.Context, p *plan, step *rollout.Step) error {
 	r := step.Remove
 	if r == nil {
 		return errors.New("the planner asked for a RemoveServer step without its payload")
 	}
-	nc := st.nc
+	f := p.facts
+	nc := f.nc
 	var so *serverObjects
-	from, what := st.extra, "a server beyond spec.replicas"
+	from, what := f.extra, "a server beyond spec.replicas"
 	if r.Replace {
-		from, what = st.servers, "a server of the spec"
+		from, what = f.servers, "a server of the spec"
 	}
 	for i := range from {
 		if from[i].name == r.Server {
@@ -54,7 +55,7 @@ func (c *Controller) removeServer(ctx context.Context, st *clusterState, step *r
 		if !c.removeSends.due(nc.Namespace+"/"+r.Server+"/"+string(r.Phase), time.Now()) {
 			return nil
 		}
-		sys, err := c.observer.System(ctx, st.reloadVia)
+		sys, err := c.observer.System(ctx, p.reloadVia)
 		if err == nil {
 			err = do(sys)
 		}
@@ -86,7 +87,7 @@ func (c *Controller) removeServer(ctx context.Context, st *clusterState, step *r
 			return nil
 		})
 	case clusterv1beta1.RemovalDeleting:
-		return c.deleteServerObjects(ctx, nc, so)
+		return c.deleteServerObjects(ctx, f, so)
 	}
 	return fmt.Errorf("the planner asked for removal phase %q, which this controller does not know", r.Phase)
 }
@@ -107,7 +108,8 @@ func (c *Controller) recordRemovalPhase(nc *clusterv1beta1.NatsCluster, r *rollo
 
 // deleteServerObjects deletes a removed server's ConfigMap and claim, then
 // its StatefulSet.
-func (c *Controller) deleteServerObjects(ctx context.Context, nc *clusterv1beta1.NatsCluster, so *serverObjects) error {
+func (c *Controller) deleteServerObjects(ctx context.Context, f *facts, so *serverObjects) error {
+	nc := f.nc
 	want := render.ServerLabels(nc.Name, so.ordinal)
 	labelled := func(l map[string]string) bool { return hasLabels(l, want) }
 	del := func(kind string, obj metav1.Object, do func(metav1.DeleteOptions) error, resource string) error {
@@ -126,7 +128,7 @@ func (c *Controller) deleteServerObjects(ctx context.Context, nc *clusterv1beta1
 			return err
 		}
 	}
-	if err := c.deleteClaim(ctx, nc, so.ordinal); err != nil {
+	if err := c.deleteClaim(ctx, f, so.ordinal); err != nil {
 		return err
 	}
 	sts := so.statefulSet
@@ -141,20 +143,14 @@ func (c *Controller) deleteServerObjects(ctx context.Context, nc *clusterv1beta1
 
 // deleteClaim deletes a server's claim, if it is labelled as that server's,
 // with its UID as a precondition.
-func (c *Controller) deleteClaim(ctx context.Context, nc *clusterv1beta1.NatsCluster, ordinal int32) error {
-	name := claimName(nc, ordinal)
-	claims := c.kubeClient.CoreV1().PersistentVolumeClaims(nc.Namespace)
-	claim, err := claims.Get(ctx, name, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil
-	case err != nil:
-		return fmt.Errorf("reading PersistentVolumeClaim %s/%s: %w", nc.Namespace, name, err)
-	case !hasLabels(claim.Labels, render.ServerLabels(nc.Name, ordinal)) || claim.DeletionTimestamp != nil:
+func (c *Controller) deleteClaim(ctx context.Context, f *facts, ordinal int32) error {
+	nc := f.nc
+	claim := f.claims[ordinal]
+	if claim == nil || !hasLabels(claim.Labels, render.ServerLabels(nc.Name, ordinal)) || claim.DeletionTimestamp != nil {
 		return nil
 	}
 	uid := claim.UID
-	err = claims.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	err := c.kubeClient.CoreV1().PersistentVolumeClaims(nc.Namespace).Delete(ctx, claim.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 	c.countWrite("persistentvolumeclaims", "delete")
 	if err != nil && !apierrors.IsNotFound(err) {
 		return writeError("deleting", "PersistentVolumeClaim", claim, err)

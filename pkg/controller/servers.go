@@ -21,40 +21,33 @@ import (
 // ConfigMap of a server without a StatefulSet (its creation was refused or
 // cut short) runs no server, so it is brought to the target before the
 // StatefulSet is created.
-func (c *Controller) createServers(ctx context.Context, st *clusterState, out *render.Output, names []string) error {
+func (c *Controller) createServers(ctx context.Context, p *plan, names []string) error {
+	f := p.facts
 	for _, name := range names {
-		i, ok := render.ServerOrdinal(st.nc.Name, name)
-		if !ok || int(i) >= len(st.servers) || out == nil {
+		i, ok := render.ServerOrdinal(f.nc.Name, name)
+		if !ok || int(i) >= len(f.servers) || p.out == nil {
 			return fmt.Errorf("planner asked to create unknown server %q", name)
 		}
-		so := &st.servers[i]
-		target := out.Servers[i]
+		so := f.servers[i]
+		target := p.out.Servers[i]
 		switch {
 		case so.configMap == nil:
-			cm, err := c.createConfigMap(ctx, target.ConfigMap)
-			if err != nil {
+			if _, err := c.createConfigMap(ctx, target.ConfigMap); err != nil {
 				return err
 			}
-			so.configMap = cm
 		case so.statefulSet == nil && configMapDiffers(so.configMap, target.ConfigMap):
 			if err := c.writeConfigMap(ctx, so.configMap, target.ConfigMap); err != nil {
 				return err
 			}
 		}
 		if so.statefulSet == nil {
-			if wait, err := c.claimStillGoing(ctx, st.nc, so, target.StatefulSet); err != nil || wait {
-				// The new server's claim must be a new one: its StatefulSet
-				// waits until the old claim (a replacement's) is gone.
-				if err == nil {
-					klog.FromContext(ctx).V(2).Info("Waiting for the old claim to go before creating the server", "server", so.name)
-				}
+			if claimStillGoing(f, so, target.StatefulSet) {
+				klog.FromContext(ctx).V(2).Info("Waiting for the old claim to go before creating the server", "server", so.name)
+				return nil
+			}
+			if _, err := c.createStatefulSet(ctx, target.StatefulSet); err != nil {
 				return err
 			}
-			sts, err := c.createStatefulSet(ctx, target.StatefulSet)
-			if err != nil {
-				return err
-			}
-			so.statefulSet = sts
 		}
 	}
 	return nil

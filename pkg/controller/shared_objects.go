@@ -21,33 +21,10 @@ type sharedObjects struct {
 	pdb                            *policyv1.PodDisruptionBudget
 }
 
-// gatherShared reads the cluster's Services and PDB.
-func (c *Controller) gatherShared(nc *clusterv1beta1.NatsCluster) (sharedObjects, error) {
-	var sh sharedObjects
-	get := func(name string) (*corev1.Service, error) {
-		svc, err := c.services.Services(nc.Namespace).Get(name)
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		return svc, err
-	}
-	var err error
-	if sh.clientService, err = get(nc.Name); err != nil {
-		return sh, err
-	}
-	if sh.headlessService, err = get(render.HeadlessServiceName(nc.Name)); err != nil {
-		return sh, err
-	}
-	sh.pdb, err = c.pdbs.PodDisruptionBudgets(nc.Namespace).Get(nc.Name)
-	if apierrors.IsNotFound(err) {
-		sh.pdb, err = nil, nil
-	}
-	return sh, err
-}
-
 // ensureSharedObjects creates or corrects the client Service, the headless
 // Service and the PodDisruptionBudget of a NatsCluster.
-func (c *Controller) ensureSharedObjects(ctx context.Context, nc *clusterv1beta1.NatsCluster, got sharedObjects) error {
+func (c *Controller) ensureSharedObjects(ctx context.Context, p *plan) error {
+	nc, got := p.facts.nc, p.facts.shared
 	shared := render.SharedObjects(nc)
 	if err := c.ensureService(ctx, nc, got.clientService, shared.ClientService); err != nil {
 		return err

@@ -27,13 +27,13 @@ func readyCondition(ready, total int32) (metav1.ConditionStatus, string, string)
 
 // observedStatus fills the parts of status that come from the pods and the
 // snapshot: readiness, servers[], version, Ready, Settled and JetStream.
-func (c *Controller) observedStatus(status *clusterv1beta1.NatsClusterStatus, st *clusterState, snap *observe.Snapshot) {
-	nc := st.nc
+func (c *Controller) observedStatus(status *clusterv1beta1.NatsClusterStatus, f *facts, snap *observe.Snapshot) {
+	nc := f.nc
 	var ready int32
 	status.Servers = status.Servers[:0:0]
 	version := ""
 	sameVersion := true
-	for _, so := range st.servers {
+	for _, so := range f.servers {
 		s := clusterv1beta1.ServerStatus{Name: so.name, Ready: kubeutil.PodReady(so.pod), StartProblem: startProblem(so.pod)}
 		if s.Ready {
 			ready++

@@ -2,12 +2,9 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"slices"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -74,15 +71,15 @@ func (e *notControlledError) Error() string {
 		e.kind, e.namespace, e.name)
 }
 
-// sync reconciles one NatsCluster in three phases (see gather.go): decide
-// (gather, render, observe, plan), write (what the Decision allows), report
-// (status, Events, metrics). It returns when to look again.
+// sync reconciles one NatsCluster in its phases (see gather.go): gather,
+// observe, decide, write (what the plan allows), report (status, Events,
+// metrics). It returns when to look again.
 func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Duration, error) {
 	logger := klog.FromContext(ctx)
 	start := time.Now()
 	defer func() { logger.V(4).Info("Finished syncing", "duration", time.Since(start)) }()
 
-	nc, err := c.clusters.NatsClusters(key.Namespace).Get(key.Name)
+	nc, err := c.gatherer.gatherCluster(key.Namespace, key.Name)
 	if apierrors.IsNotFound(err) {
 		logger.V(4).Info("NatsCluster is gone; owned objects are left to the garbage collector")
 		c.observer.Forget(key.String())
@@ -103,18 +100,25 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		return 0, nil
 	}
 
-	// Decide.
-	st, out, snap, in, decision, err := c.decide(ctx, nc, metav1.Now())
+	// Gather, observe, decide.
+	now := metav1.Now()
+	f, err := c.gatherer.gather(ctx, nc, now.Time)
 	if err != nil {
 		return 0, err
 	}
+	if c.checkFacts != nil {
+		defer c.checkFacts(f, f.clone())
+	}
+	snap := c.observer.Observe(ctx, observeTarget(f))
+	p := decide(f, snap, c.decideOptions(now))
+	decision := p.decision
 
 	// Write.
 	if decision.ReleaseFinalizer {
 		// The NatsCluster goes: no status to write.
-		return 0, c.releaseFinalizer(ctx, st, decision)
+		return 0, c.releaseFinalizer(ctx, &p)
 	}
-	nc, refused, err := c.write(ctx, st, out, decision)
+	nc, refused, err := c.write(ctx, &p)
 	if err != nil {
 		return 0, err
 	}
@@ -127,35 +131,23 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		Client:  fmt.Sprintf("%s://%s.%s.svc:4222", clientScheme(nc), nc.Name, nc.Namespace),
 		Monitor: fmt.Sprintf("http://%s-headless.%s.svc:8222", nc.Name, nc.Namespace),
 	}
-	c.observedStatus(status, st, snap)
+	c.observedStatus(status, f, snap)
 	c.recordStartProblems(nc, status.Servers)
-	c.applyDecision(status, nc, out, decision)
+	c.applyDecision(status, nc, p.out, decision)
 	notify := decision.Hold != nil && decision.Hold.Notify
 	if refused != "" {
 		c.setCondition(status, nc, clusterv1beta1.ConditionProgressing, metav1.ConditionFalse, clusterv1beta1.ReasonReconcileFailed, refused)
 		notify = true
 	}
-	c.metrics.recordDecision(key, decision, in.Now.Time)
+	c.metrics.recordDecision(key, decision, now.Time)
 	c.recordHoldTransition(nc, meta.FindStatusCondition(nc.Status.Conditions, clusterv1beta1.ConditionProgressing),
 		meta.FindStatusCondition(status.Conditions, clusterv1beta1.ConditionProgressing), notify)
 	return requeueAfter(decision, snap.Verdict, c.restRequeue), c.writeStatus(ctx, nc, status)
 }
 
-// decide is a sync's first phase: gather, render, observe, plan. It reads
-// the caches and the NATS servers and writes nothing; Decide (kubectl nats
-// plan) runs the same.
-func (c *Controller) decide(ctx context.Context, nc *clusterv1beta1.NatsCluster, now metav1.Time) (*clusterState, *render.Output, *observe.Snapshot, rollout.Input, rollout.Decision, error) {
-	st, err := c.gather(nc)
-	if err != nil {
-		return nil, nil, nil, rollout.Input{}, rollout.Decision{}, err
-	}
-	out := c.renderTarget(st)
-	snap := c.observer.Observe(ctx, c.observeTarget(st))
-	in, err := c.planInput(ctx, st, out, snap, now)
-	if err != nil {
-		return nil, nil, nil, rollout.Input{}, rollout.Decision{}, err
-	}
-	return st, out, snap, in, rollout.Plan(in), nil
+// decideOptions are the controller's settings for decide at now.
+func (c *Controller) decideOptions(now metav1.Time) decideOptions {
+	return decideOptions{controllerNamespace: c.controllerNamespace, reloadTimeout: c.reloadTimeout, now: now}
 }
 
 // clientScheme is tls with client TLS, else nats.
@@ -164,157 +156,6 @@ func clientScheme(nc *clusterv1beta1.NatsCluster) string {
 		return "tls"
 	}
 	return "nats"
-}
-
-// renderTarget renders the cluster's objects, or records in st.blocked why
-// they cannot be: nil then.
-func (c *Controller) renderTarget(st *clusterState) *render.Output {
-	if st.blocked != nil {
-		return nil
-	}
-	in := render.Input{Cluster: st.nc, Trust: st.trust, ControllerNamespace: c.controllerNamespace}
-	for _, so := range st.servers {
-		r := render.RunningServer{Ordinal: so.ordinal, StatefulSet: so.statefulSet}
-		if so.configMap != nil {
-			r.Config = []byte(so.configMap.Data[render.ConfigKey])
-		}
-		if r.Config != nil || r.StatefulSet != nil {
-			in.Running = append(in.Running, r)
-		}
-	}
-	if st.systemUser != nil {
-		in.SystemUser = st.systemUser.render
-	}
-	in.TLS = st.tls
-	out, err := render.Render(in)
-	if err == nil {
-		out = c.chooseSystemUser(st, out, func(ru *render.SystemUser) *render.Output {
-			in.SystemUser = ru
-			out, err = render.Render(in)
-			return out
-		})
-	}
-	var te *render.TrustError
-	switch {
-	case errors.As(err, &te):
-		st.blocked = &rollout.Blocked{Reason: te.Reason, Message: te.Message}
-	case err != nil:
-		// A *render.SpecError, or a spec render cannot turn into objects.
-		st.blocked = &rollout.Blocked{Reason: clusterv1beta1.ReasonInvalidSpec, Message: err.Error()}
-	}
-	return out
-}
-
-// releaseFinalizer removes the finalizer the planner released, so that the
-// deletion goes on; the Event says why it was released.
-func (c *Controller) releaseFinalizer(ctx context.Context, st *clusterState, d rollout.Decision) error {
-	nc := st.nc
-	if d.DeleteClaims {
-		// Before the finalizer goes: afterwards nothing would delete them.
-		for _, so := range append(slices.Clone(st.servers), st.extra...) {
-			if err := c.deleteClaim(ctx, nc, so.ordinal); err != nil {
-				return err
-			}
-		}
-		c.recorder.Eventf(nc, corev1.EventTypeNormal, clusterv1beta1.ReasonDeleting, "Deleting the claims of %d servers: spec.jetstream.volumeClaimTemplate.whenDeleted is Delete", len(st.servers)+len(st.extra))
-	}
-	if _, err := c.removeFinalizer(ctx, nc); err != nil {
-		return err
-	}
-	c.recorder.Event(nc, corev1.EventTypeNormal, clusterv1beta1.ReasonDeleting, d.Progressing.Message)
-	return nil
-}
-
-// write carries out what the decision allows: the finalizer (added to a
-// cluster not being deleted before anything else), the Services and the PDB
-// (they depend on the cluster's name only, so they are kept in place even
-// while the spec cannot render), the servers to create, the step, and the
-// one-shot annotations to clear; nothing while the NatsCluster is being
-// deleted. It returns the NatsCluster to write status to (patched when the
-// finalizer was added or annotations were cleared) and, when the API server
-// refused a write or an object is in the way, the message for
-// Progressing=False ReconcileFailed. Any other error is retried.
-func (c *Controller) write(ctx context.Context, st *clusterState, out *render.Output, d rollout.Decision) (*clusterv1beta1.NatsCluster, string, error) {
-	nc := st.nc
-	if nc.DeletionTimestamp != nil {
-		// Being deleted: the planner creates and steps nothing, and nothing
-		// else is written either (no Secret, Service or PDB is made or
-		// corrected for a cluster that goes).
-		if d.Step != nil || len(d.Create) > 0 {
-			return nc, "", fmt.Errorf("the planner asked to step or create servers of NatsCluster %s, which is being deleted", klog.KObj(nc))
-		}
-		return nc, "", nil
-	}
-	if !hasFinalizer(nc) {
-		// Before any object exists, so that no server goes without it.
-		patched, err := c.addFinalizer(ctx, nc)
-		if err != nil {
-			return nc, "", err
-		}
-		nc = patched
-	}
-	refused := func(err error) (string, error) {
-		var nce *notControlledError
-		var wre *writeRefusedError
-		switch {
-		case errors.As(err, &nce):
-			return nce.Error(), nil
-		case errors.As(err, &wre):
-			klog.FromContext(ctx).V(2).Info("The API server refused a write", "err", err)
-			return wre.Error(), nil
-		}
-		return "", err
-	}
-	if err := c.createSystemUserSecret(ctx, st); err != nil {
-		msg, err := refused(err)
-		return nc, msg, err
-	}
-	if err := c.writeTLS(ctx, st); err != nil {
-		msg, err := refused(err)
-		return nc, msg, err
-	}
-	if err := c.writeCertificate(ctx, st); err != nil {
-		msg, err := refused(err)
-		return nc, msg, err
-	}
-	if err := c.ensureSharedObjects(ctx, nc, st.shared); err != nil {
-		msg, err := refused(err)
-		return nc, msg, err
-	}
-	if err := c.ensureNetworkPolicy(ctx, nc, out); err != nil {
-		msg, err := refused(err)
-		return nc, msg, err
-	}
-	if err := c.ensurePodMonitor(ctx, nc, out); err != nil {
-		msg, err := refused(err)
-		return nc, msg, err
-	}
-	if len(d.Annotate) > 0 {
-		// Before the servers it marks are created.
-		patched, err := c.setAnnotations(ctx, nc, d.Annotate)
-		if err != nil {
-			return nc, "", err
-		}
-		nc, st.nc = patched, patched
-	}
-	if err := c.createServers(ctx, st, out, d.Create); err != nil {
-		msg, err := refused(err)
-		return nc, msg, err
-	}
-	if d.Step != nil {
-		if err := c.executeStep(ctx, st, out, d.Step, d.Progressing.Message); err != nil {
-			msg, err := refused(err)
-			return nc, msg, err
-		}
-	}
-	if len(d.ClearAnnotations) > 0 {
-		patched, err := c.clearAnnotations(ctx, nc, d.ClearAnnotations)
-		if err != nil {
-			return nc, "", err
-		}
-		nc = patched
-	}
-	return nc, "", nil
 }
 
 // applyDecision writes the planner's decision into status.

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -104,6 +106,11 @@ func (f *fixture) sync() []core.Action {
 	f.recorder = record.NewFakeRecorder(100)
 	c.recorder = f.recorder
 	c.observer = fakeObserver{f.snap}
+	c.checkFacts = func(after, gathered *facts) {
+		if d := cmp.Diff(gathered, after, cmp.Exporter(func(reflect.Type) bool { return true })); d != "" {
+			f.t.Errorf("the sync changed the facts it gathered (-gathered +after):\n%s", d)
+		}
+	}
 	must := func(err error) {
 		if err != nil {
 			f.t.Fatal(err)

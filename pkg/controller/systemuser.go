@@ -184,3 +184,11 @@ func (c *systemUserCache) forget(namespace, name string) {
 	defer c.mu.Unlock()
 	delete(c.entries, namespace+"/"+name)
 }
+
+// freshSystemUser is the system user of a Secret newSystemUserSecret just
+// made (no need to check its hash against its password).
+func freshSystemUser(s *corev1.Secret) *systemUser {
+	user, password := string(s.Data[systemUserKeyUser]), string(s.Data[systemUserKeyPassword])
+	return &systemUser{user: user, password: password,
+		render: &render.SystemUser{Name: user, PasswordHash: string(s.Data[systemUserKeyPasswordHash])}}
+}

@@ -99,7 +99,7 @@
 //   - types.go: Input and Decision.
 //
 // The tests here are pure and fast: the table tests (every case recorded in
-// testdata/table_cases.json for internal/kubectlnats to replay), the
+// testdata/table_cases.json for pkg/kubectlnats to replay), the
 // simulation and the fuzz tests. The matrices that establish the effects
 // table against real nats-server processes are the package
 // pkg/rollout/matrix, which `make test` runs in full only when what they

@@ -13,7 +13,7 @@ import (
 
 // writeTableCases records every case of the planner's table tests (their
 // Input and the Decision Plan made) in testdata/table_cases.json, which
-// internal/kubectlnats' tests replay: plan must say of each exactly what
+// pkg/kubectlnats' tests replay: plan must say of each exactly what
 // the planner decided. Run go test ./pkg/rollout -run 'TestPlan|Test.*' -write-table-cases
 // after changing a table.
 var writeTableCases = flag.Bool("write-table-cases", false, "write testdata/table_cases.json")
@@ -66,7 +66,7 @@ var recorded struct {
 }
 
 // checkRecorded fails a case that testdata/table_cases.json does not hold
-// with this very input, so the replay in internal/kubectlnats covers every
+// with this very input, so the replay in pkg/kubectlnats covers every
 // case of every table as it is now.
 func checkRecorded(t *testing.T, in Input) {
 	t.Helper()

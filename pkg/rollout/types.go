@@ -298,6 +298,11 @@ const (
 	ExpandClaim StepKind = "ExpandClaim"
 )
 
+// StepKinds are every kind of step the planner takes. A new kind is added
+// here, and the tests of pkg/controller (an executor) and pkg/kubectlnats
+// (a plan verdict) then fail until it has both.
+var StepKinds = []StepKind{RestartOne, RestartAll, Reload, RemoveServer, ExpandClaim}
+
 // ReloadStep is the payload of a Reload step.
 type ReloadStep struct {
 	// Server is the server whose config is reloaded.

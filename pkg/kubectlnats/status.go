@@ -144,7 +144,7 @@ func statusView(ctx context.Context, kube kubernetes.Interface, nats versioned.I
 		}
 	}
 	var snap *observe.Snapshot
-	if p, err := pv.ctrl.Decide(ctx, nc, metav1.Now()); err == nil {
+	if p, err := pv.Decide(ctx, nc, metav1.Now()); err == nil {
 		snap = p.Snapshot
 	}
 	v.Observed = snap != nil && snap.Verdict.Reason != clusterv1beta1.ReasonObservationFailed

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,11 +13,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/yaml"
 
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
 	"github.com/nats-operator/nats-operator/pkg/controller"
 	versioned "github.com/nats-operator/nats-operator/pkg/generated/clientset/versioned"
+	typedcluster "github.com/nats-operator/nats-operator/pkg/generated/clientset/versioned/typed/cluster/v1beta1"
 	"github.com/nats-operator/nats-operator/pkg/render"
 )
 
@@ -153,17 +156,16 @@ func offlinePlan(ctx context.Context, o planOptions, m *manifest, streams []stre
 	for _, s := range m.secrets {
 		kubeObjs = appendNew(kubeObjs, s)
 	}
-	pv, err := fakePreviewer(ctx, ns, kubeObjs, natsObjs, snap)
+	pv, err := staticPreviewer(slices.Concat(kubeObjs, natsObjs), snap)
 	if err != nil {
 		return nil, err
 	}
-	defer pv.stop()
 	res.Against = "offline: " + o.from + " running and settled (simulated)"
 	res.Notes = append(res.Notes, "offline: the API server's validation (CEL rules of the CRD) is not run; plan against a live cluster runs it by a dry-run")
 	if len(streams) == 0 {
 		res.Notes = append(res.Notes, "offline: no streams are taken as present (give --stream ACCOUNT/NAME)")
 	}
-	return pv.ctrl.Decide(ctx, applied(live, m.cluster), metav1.Now())
+	return pv.Decide(ctx, applied(live, m.cluster), metav1.Now())
 }
 
 // appendNew appends o unless an object of its kind and name is there.
@@ -212,6 +214,30 @@ func livePlan(ctx context.Context, o planOptions, m *manifest, res *PlanResult) 
 		return nil, err
 	}
 	clusters := nats.ClusterV1beta1().NatsClusters(m.cluster.Namespace)
+	var nc *clusterv1beta1.NatsCluster
+	// The dry-run update carries the resourceVersion read: the controller
+	// writes status every second while a rollout moves, so a conflict is
+	// read again and retried rather than reported.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var err error
+		nc, err = liveApplied(ctx, clusters, m, res)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	pv, err := livePreviewer(ctx, o.config, ns)
+	if err != nil {
+		return nil, err
+	}
+	defer pv.stop()
+	return pv.Decide(ctx, nc, metav1.Now())
+}
+
+// liveApplied is the live NatsCluster with the manifest applied (or the
+// manifest, for one that does not exist yet), checked by the API server's
+// own validation with a dry-run; a conflict is returned as it is.
+func liveApplied(ctx context.Context, clusters typedcluster.NatsClusterInterface, m *manifest, res *PlanResult) (*clusterv1beta1.NatsCluster, error) {
 	live, err := clusters.Get(ctx, m.cluster.Name, metav1.GetOptions{})
 	var nc *clusterv1beta1.NatsCluster
 	switch {
@@ -221,22 +247,20 @@ func livePlan(ctx context.Context, o planOptions, m *manifest, res *PlanResult) 
 		if _, err := clusters.Create(ctx, nc, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
 			return nil, validationError(err)
 		}
+		return nc, nil
 	case err != nil:
 		return nil, fmt.Errorf("reading NatsCluster %s/%s: %w", m.cluster.Namespace, m.cluster.Name, err)
-	default:
-		nc = applied(live, m.cluster)
-		res.Against = "live: NatsCluster " + nc.Namespace + "/" + nc.Name + " (generation " + fmt.Sprint(live.Generation) + ")"
-		// The API server's own validation (OpenAPI schema, CEL rules).
-		if _, err := clusters.Update(ctx, nc, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: "kubectl-nats"}); err != nil {
-			return nil, validationError(err)
+	}
+	nc = applied(live, m.cluster)
+	res.Against = "live: NatsCluster " + nc.Namespace + "/" + nc.Name + " (generation " + fmt.Sprint(live.Generation) + ")"
+	// The API server's own validation (OpenAPI schema, CEL rules).
+	if _, err := clusters.Update(ctx, nc, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: "kubectl-nats"}); err != nil {
+		if apierrors.IsConflict(err) {
+			return nil, err
 		}
+		return nil, validationError(err)
 	}
-	pv, err := livePreviewer(ctx, o.config, ns)
-	if err != nil {
-		return nil, err
-	}
-	defer pv.stop()
-	return pv.ctrl.Decide(ctx, nc, metav1.Now())
+	return nc, nil
 }
 
 // validationError is an invalidError for the API server's Invalid answer.

@@ -7,12 +7,15 @@
 //	kubectl nats force-step NAME SERVER
 //	kubectl nats pause|resume NAME
 //
-// plan never decides anything itself: it runs the controller's own decide
-// phase (controller.Decide: gather, render, observe, plan) on the manifest,
-// against the live cluster's objects and its servers' reports, or, with
-// --from, against a simulated cluster that runs the old manifest settled
-// (fake clientsets and a fixed observation; no cluster needed). Verdict turns
-// the planner's Decision into what plan prints and its exit code.
+// plan never decides anything itself: it runs the controller's own gather
+// and pure decide (controller.Decide) on the manifest, against the live
+// cluster's objects (the controller's informers, controller.SourcesFor) and
+// its servers' reports, or, with --from, against a simulated cluster that
+// runs the old manifest settled (controller.StaticSources: client-go's
+// listers over the simulated objects, and a fixed observation; no cluster,
+// no fake clientset). Verdict turns the planner's Decision into what plan
+// prints and its exit code. The package uses the controller's public API
+// only (Decide, Sources, Preview); it is not under internal/.
 //
 // Exit codes (ExitOK, ExitError, ExitHeld, ExitInvalid, ExitRefused):
 //

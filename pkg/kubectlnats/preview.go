@@ -3,61 +3,41 @@ package kubectlnats
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	k8sfake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/metadata"
-	metadatafake "k8s.io/client-go/metadata/fake"
 	"k8s.io/client-go/rest"
 
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
 	"github.com/nats-operator/nats-operator/pkg/controller"
 	versioned "github.com/nats-operator/nats-operator/pkg/generated/clientset/versioned"
-	natsfake "github.com/nats-operator/nats-operator/pkg/generated/clientset/versioned/fake"
 	"github.com/nats-operator/nats-operator/pkg/observe"
 )
 
-// previewer is a controller whose caches are filled and that is only asked
-// to Decide: it never runs a worker, so it writes nothing.
+// previewer gathers and decides as a sync does (controller.Decide), on
+// Sources that are a live cluster's caches or a set of manifests, and
+// observes with obs. It writes nothing.
 type previewer struct {
-	ctrl *controller.Controller
+	src  controller.Sources
+	obs  controller.Observer
 	stop func()
 }
 
-// startController builds the controller exactly as cmd/nats-operator does
-// (the same informers, restricted the same way), starts the caches and
-// waits for them.
-func startController(ctx context.Context, kube kubernetes.Interface, nats versioned.Interface, meta metadata.Interface, ns string) (*previewer, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	inf, err := controller.NewInformerSet(kube, nats, meta, []string{ns}, 0)
-	if err != nil {
-		cancel()
-		return nil, err
-	}
-	ctrl := controller.New(ctx, kube, nats, inf.Informers, controller.NewMetrics(prometheus.NewRegistry()))
-	inf.Start(ctx.Done())
-	stop := func() {
-		cancel()
-		inf.Shutdown()
-	}
-	syncCtx, done := context.WithTimeout(ctx, 30*time.Second)
-	defer done()
-	if err := inf.WaitForCacheSync(syncCtx); err != nil {
-		stop()
-		return nil, err
-	}
-	return &previewer{ctrl: ctrl, stop: stop}, nil
+// Decide is what one sync of nc would decide.
+func (p *previewer) Decide(ctx context.Context, nc *clusterv1beta1.NatsCluster, now metav1.Time) (*controller.Preview, error) {
+	return controller.Decide(ctx, p.src, p.obs, nc, now)
 }
 
-// livePreviewer reads the live cluster; the controller's observer asks the
-// servers at their pod IPs, as the controller does.
+// livePreviewer reads the live cluster through the informers the controller
+// runs (restricted the same way), and asks the servers at their pod IPs, as
+// the controller does.
 func livePreviewer(ctx context.Context, cfg *rest.Config, ns string) (*previewer, error) {
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
@@ -71,43 +51,45 @@ func livePreviewer(ctx context.Context, cfg *rest.Config, ns string) (*previewer
 	if err != nil {
 		return nil, err
 	}
-	return startController(ctx, kube, nats, meta, ns)
+	ctx, cancel := context.WithCancel(ctx)
+	inf, err := controller.NewInformerSet(kube, nats, meta, []string{ns}, 0)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	inf.Start(ctx.Done())
+	obs := observe.New(observe.Options{Name: "kubectl-nats"})
+	stop := func() {
+		cancel()
+		inf.Shutdown()
+		obs.Close()
+	}
+	syncCtx, done := context.WithTimeout(ctx, 30*time.Second)
+	defer done()
+	if err := inf.WaitForCacheSync(syncCtx); err != nil {
+		stop()
+		return nil, err
+	}
+	return &previewer{src: controller.SourcesFor(inf.Informers, kube, nil), obs: obs, stop: stop}, nil
 }
 
 // fixedObserver answers every observation with one Snapshot.
 type fixedObserver struct{ snap *observe.Snapshot }
 
 func (f fixedObserver) Observe(context.Context, observe.Target) *observe.Snapshot { return f.snap }
-func (fixedObserver) System(context.Context, observe.Target) (*observe.SystemClient, error) {
-	return nil, observe.ErrNoSystemCredentials
-}
-func (fixedObserver) Forget(string) {}
-func (fixedObserver) Close()        {}
 
 // offlineUID is the UID of the simulated NatsCluster (owner references
 // name it).
 const offlineUID = types.UID("00000000-0000-0000-0000-00000000plan")
 
-// fakePreviewer is a controller on fake clientsets holding objs, observing
-// snap.
-func fakePreviewer(ctx context.Context, ns string, kubeObjs, natsObjs []runtime.Object, snap *observe.Snapshot) (*previewer, error) {
-	kube := k8sfake.NewClientset(kubeObjs...)
-	nats := natsfake.NewSimpleClientset(natsObjs...)
-	scheme := metadatafake.NewTestScheme()
-	_ = metav1.AddMetaToScheme(scheme)
-	var metaObjs []runtime.Object
-	for _, o := range kubeObjs {
-		if s, ok := o.(*corev1.Secret); ok {
-			metaObjs = append(metaObjs, &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, ObjectMeta: *s.ObjectMeta.DeepCopy()})
-		}
-	}
-	meta := metadatafake.NewSimpleMetadataClient(scheme, metaObjs...)
-	p, err := startController(ctx, kube, nats, meta, ns)
+// staticPreviewer decides on objs alone (controller.StaticSources: no
+// client, no informer), observing snap.
+func staticPreviewer(objs []runtime.Object, snap *observe.Snapshot) (*previewer, error) {
+	src, err := controller.StaticSources(objs...)
 	if err != nil {
 		return nil, err
 	}
-	p.ctrl.SetObserver(fixedObserver{snap})
-	return p, nil
+	return &previewer{src: src, obs: fixedObserver{snap}, stop: func() {}}, nil
 }
 
 // settledCluster simulates old running and settled: the objects the
@@ -133,12 +115,11 @@ func settledCluster(ctx context.Context, old *manifest, streams []streamFlag) (*
 		kubeObjs = append(kubeObjs, s)
 	}
 	empty := &observe.Snapshot{Verdict: observe.Verdict{Status: metav1.ConditionUnknown, Reason: clusterv1beta1.ReasonObservationFailed, Message: "not created yet"}}
-	first, err := fakePreviewer(ctx, nc.Namespace, kubeObjs, append(natsObjs, nc), empty)
+	first, err := staticPreviewer(slices.Concat(kubeObjs, natsObjs, []runtime.Object{nc}), empty)
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
-	p, err := first.ctrl.Decide(ctx, nc, metav1.Now())
-	first.stop()
+	p, err := first.Decide(ctx, nc, metav1.Now())
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}

@@ -105,7 +105,7 @@ func runAction(ctx context.Context, flags *genericclioptions.ConfigFlags, s IO, 
 	preview.Status = nc.Status
 	fmt.Fprintf(s.Out, "NatsCluster %s/%s: %s\n", ns, name, describePatch(patch))
 	if pv, err := livePreviewer(ctx, cfg, ns); err == nil {
-		p, err := pv.ctrl.Decide(ctx, preview, metav1.Now())
+		p, err := pv.Decide(ctx, preview, metav1.Now())
 		pv.stop()
 		if err == nil {
 			v := Judge(p.Decision)

@@ -1,0 +1,262 @@
+package controller
+
+// The gatherer's reads of TLS material: the route TLS Secrets (made or
+// renewed here, where the clock and entropy are), the client TLS Secret of
+// spec.tls and the cert-manager Certificate of spec.tls.certificate. What
+// the TLS is for: tls.go and certificate.go.
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/nats-operator/nats-operator/internal/pki"
+	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
+	"github.com/nats-operator/nats-operator/pkg/render"
+)
+
+// routeTLSMode is what spec.routes.tls asks for. Without it the servers
+// keep what they run: Generated when a server's config has route TLS (or
+// no server exists yet: a new cluster), Disabled when servers run plain
+// routes (a cluster an earlier release made), so an upgrade of the
+// controller never turns route TLS on, which would split the cluster.
+func routeTLSMode(f *facts) clusterv1beta1.RouteTLSMode {
+	if t := f.nc.Spec.Routes.TLS; t != nil {
+		if t.Mode == "" {
+			return clusterv1beta1.RouteTLSGenerated
+		}
+		return t.Mode
+	}
+	created := false
+	for _, so := range slices.Concat(f.servers, f.extra) {
+		if so.statefulSet == nil {
+			continue
+		}
+		created = true
+		if so.configMap == nil {
+			continue
+		}
+		// The RouteTLS fact the planner classifies, read back as it does.
+		if running, err := render.ReadConfig([]byte(so.configMap.Data[render.ConfigKey]), render.ImageVersion(so.statefulSet)); err == nil && running.Facts.RouteTLS {
+			return clusterv1beta1.RouteTLSGenerated
+		}
+	}
+	if created {
+		return clusterv1beta1.RouteTLSDisabled
+	}
+	return clusterv1beta1.RouteTLSGenerated
+}
+
+// gatherTLS resolves the routes' and clients' certificates into f.tls, or
+// returns a referenceError (CertificateNotReady) naming what is missing.
+func (g *gatherer) gatherTLS(ctx context.Context, f *facts, now time.Time) error {
+	nc := f.nc
+	switch routeTLSMode(f) {
+	case clusterv1beta1.RouteTLSGenerated:
+		files, err := g.gatherGeneratedRouteTLS(ctx, f, now)
+		if err != nil {
+			return err
+		}
+		f.tls.Routes = files
+	case clusterv1beta1.RouteTLSSecret:
+		ref := nc.Spec.Routes.TLS.Secret
+		files, _, err := g.gatherTLSSecret(ctx, nc, ref, "spec.routes.tls.secret", true)
+		if err != nil {
+			return err
+		}
+		files.Verify = true
+		f.tls.Routes = files
+	}
+	if t := nc.Spec.TLS; t != nil && t.Certificate != nil {
+		return g.gatherCertificate(ctx, f)
+	}
+	if t := nc.Spec.TLS; t != nil && t.Secret != nil {
+		files, ca, err := g.gatherTLSSecret(ctx, nc, t.Secret, "spec.tls.secret", t.VerifyClients)
+		if err != nil {
+			return err
+		}
+		files.Verify = t.VerifyClients
+		f.tls.Client, f.tlsCA = files, ca
+	}
+	return nil
+}
+
+// gatherTLSSecret reads a TLS Secret the spec names: its certificate and key must
+// load as a key pair, and its CA must be there when needCA (else it is
+// used when present).
+func (g *gatherer) gatherTLSSecret(ctx context.Context, nc *clusterv1beta1.NatsCluster, ref *clusterv1beta1.TLSSecretRef, field string, needCA bool) (*render.TLSFiles, []byte, error) {
+	notReady := func(format string, args ...any) error {
+		return &referenceError{clusterv1beta1.ReasonCertificateNotReady, fmt.Sprintf("%s: ", field) + fmt.Sprintf(format, args...)}
+	}
+	s, err := g.src.API.Secret(ctx, nc.Namespace, ref.Name)
+	if apierrors.IsNotFound(err) {
+		return nil, nil, notReady("Secret %s/%s not found; create it with keys %s and %s (and %s)", nc.Namespace, ref.Name, keyOr(ref.CertKey, keyCert), keyOr(ref.KeyKey, keyKey), keyOr(ref.CAKey, keyCA))
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	files := &render.TLSFiles{Secret: ref.Name, CertKey: keyOr(ref.CertKey, keyCert), KeyKey: keyOr(ref.KeyKey, keyKey), CAKey: keyOr(ref.CAKey, keyCA)}
+	for _, k := range []string{files.CertKey, files.KeyKey} {
+		if len(s.Data[k]) == 0 {
+			return nil, nil, notReady("Secret %s/%s has no key %q", nc.Namespace, ref.Name, k)
+		}
+	}
+	if _, err := tls.X509KeyPair(s.Data[files.CertKey], s.Data[files.KeyKey]); err != nil {
+		return nil, nil, notReady("Secret %s/%s: keys %q and %q are not a PEM certificate and its key: %v", nc.Namespace, ref.Name, files.CertKey, files.KeyKey, err)
+	}
+	ca := s.Data[files.CAKey]
+	switch {
+	case len(ca) == 0 && needCA:
+		return nil, nil, notReady("Secret %s/%s has no key %q, the CA certificates are verified against", nc.Namespace, ref.Name, files.CAKey)
+	case len(ca) == 0:
+		files.CAKey = ""
+	}
+	files.Digest = secretDigest(s.Data[files.CertKey], s.Data[files.KeyKey], ca)
+	return files, ca, nil
+}
+
+func keyOr(k, def string) string {
+	if k == "" {
+		return def
+	}
+	return k
+}
+
+// gatherGeneratedRouteTLS reads the generated route TLS Secrets and makes or
+// renews what is missing or due (f.routeTLSSecrets); the files are those the Secret holds
+// once written.
+func (g *gatherer) gatherGeneratedRouteTLS(ctx context.Context, f *facts, now time.Time) (*render.TLSFiles, error) {
+	nc := f.nc
+	owned := func(name string) (*corev1.Secret, error) {
+		s, err := g.src.API.Secret(ctx, nc.Namespace, name)
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if !metav1.IsControlledBy(s, nc) {
+			return nil, &notControlledError{"Secret", s.Namespace, s.Name}
+		}
+		return s, nil
+	}
+	caSecret, err := owned(nc.Name + routesCASuffix)
+	if err != nil {
+		return nil, err
+	}
+	leafSecret, err := owned(nc.Name + routesTLSSuffix)
+	if err != nil {
+		return nil, err
+	}
+	var ca pki.Pair
+	if caSecret != nil {
+		ca = pki.Pair{Cert: caSecret.Data[keyCA], Key: caSecret.Data[keyCAKey]}
+	}
+	if _, err := tls.X509KeyPair(ca.Cert, ca.Key); err != nil || caSecret == nil {
+		if ca, err = pki.NewCA(nc.Name+" routes CA", now); err != nil {
+			return nil, fmt.Errorf("generating the route CA of %s: %w", klog.KObj(nc), err)
+		}
+		f.routeTLSSecrets = append(f.routeTLSSecrets, ownedSecret(nc, nc.Name+routesCASuffix, caSecret, map[string][]byte{keyCA: ca.Cert, keyCAKey: ca.Key}))
+		leafSecret = nil // a new CA needs a new certificate
+	}
+	data := map[string][]byte{}
+	if leafSecret != nil {
+		data = leafSecret.Data
+	}
+	if err := pki.Check(data[keyCert], ca.Cert, routeTLSNames(nc), now); err != nil || string(data[keyCA]) != string(ca.Cert) {
+		if leafSecret != nil && !errors.Is(err, pki.ErrRenew) && err != nil {
+			klog.V(2).InfoS("Reissuing the route certificate", "natscluster", klog.KObj(nc), "why", err.Error())
+		}
+		leaf, err := pki.Issue(ca, nc.Name+" routes", routeTLSNames(nc), now)
+		if err != nil {
+			return nil, fmt.Errorf("issuing the route certificate of %s: %w", klog.KObj(nc), err)
+		}
+		data = map[string][]byte{keyCert: leaf.Cert, keyKey: leaf.Key, keyCA: ca.Cert}
+		f.routeTLSSecrets = append(f.routeTLSSecrets, ownedSecret(nc, nc.Name+routesTLSSuffix, leafSecret, data))
+	}
+	return &render.TLSFiles{Secret: nc.Name + routesTLSSuffix, CertKey: keyCert, KeyKey: keyKey, CAKey: keyCA, Verify: true,
+		Digest: secretDigest(data[keyCert], data[keyKey], data[keyCA])}, nil
+}
+
+// ownedSecret is a Secret of the cluster with data: old updated, or a new
+// one when old is nil.
+func ownedSecret(nc *clusterv1beta1.NatsCluster, name string, old *corev1.Secret, data map[string][]byte) *corev1.Secret {
+	if old != nil {
+		s := old.DeepCopy()
+		s.Data = data
+		return s
+	}
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: nc.Namespace,
+			Labels:          render.ClusterLabels(nc.Name),
+			OwnerReferences: []metav1.OwnerReference{render.OwnerReference(nc)},
+		},
+		Type: corev1.SecretTypeOpaque,
+		Data: data,
+	}
+}
+
+// secretDigest is a digest of a certificate, its key and CA, each
+// length-prefixed.
+func secretDigest(parts ...[]byte) string {
+	h := sha256.New()
+	for _, p := range parts {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(p)))
+		h.Write(n[:])
+		h.Write(p)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:10]
+}
+
+// gatherCertificate reads the cluster's Certificate (f.certificate), and
+// its Secret once it is Ready and as the spec asks (certificateWrite says
+// what decide writes when it is missing or differs). Until then a
+// referenceError CertificateNotReady says what it waits for.
+func (g *gatherer) gatherCertificate(ctx context.Context, f *facts) error {
+	nc := f.nc
+	notReady := func(format string, args ...any) error {
+		return &referenceError{clusterv1beta1.ReasonCertificateNotReady, "spec.tls.certificate: " + fmt.Sprintf(format, args...)}
+	}
+	name := clientTLSName(nc)
+	got, err := g.src.API.Certificate(ctx, nc.Namespace, name)
+	switch {
+	case errors.Is(err, ErrNoCertManager):
+		return notReady("%v", err)
+	case apierrors.IsNotFound(err):
+		f.certificateRead = true
+		return notReady("creating cert-manager Certificate %s/%s; waiting for it to be Ready", nc.Namespace, name)
+	case err != nil:
+		return fmt.Errorf("reading Certificate %s/%s: %w", nc.Namespace, name, err)
+	}
+	if !metav1.IsControlledBy(got, nc) {
+		return &notControlledError{"Certificate", nc.Namespace, got.GetName()}
+	}
+	f.certificate, f.certificateRead = got, true
+	if certificateWrite(nc, got) != nil {
+		return notReady("updating cert-manager Certificate %s/%s; waiting for it to be Ready", nc.Namespace, got.GetName())
+	}
+	ready, why := certificateReady(got)
+	if !ready {
+		return notReady("cert-manager Certificate %s/%s is not Ready: %s", nc.Namespace, got.GetName(), why)
+	}
+	files, ca, err := g.gatherTLSSecret(ctx, nc, &clusterv1beta1.TLSSecretRef{Name: name}, "spec.tls.certificate", nc.Spec.TLS.VerifyClients)
+	if err != nil {
+		return err
+	}
+	files.Verify = nc.Spec.TLS.VerifyClients
+	f.tls.Client, f.tlsCA = files, ca
+	return nil
+}

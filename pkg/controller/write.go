@@ -1,0 +1,132 @@
+package controller
+
+// write: what the plan allows, and nothing else. First the finalizer, then
+// the supporting objects, one writer per kind, each with one
+// create/correct/delete shape (they depend on the cluster's name and
+// spec only, so they are kept in place even while the servers are held),
+// then the servers to create, the one step, and the one-shot annotations
+// to clear. While the NatsCluster is being deleted, nothing is written but
+// the finalizer's release.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
+)
+
+// writer writes one kind of supporting object as the plan says.
+type writer struct {
+	// what it writes, for the doc map and the tests.
+	what  string
+	write func(ctx context.Context, p *plan) error
+}
+
+// writers are the supporting objects' writers, in the order they run: the
+// Secrets and the Certificate before anything that renders them.
+func (c *Controller) writers() []writer {
+	return []writer{
+		{"the system user Secret", c.createSystemUserSecret},
+		{"the generated route TLS Secrets", c.writeTLS},
+		{"the client Certificate (cert-manager)", c.writeCertificate},
+		{"the Services and the PodDisruptionBudget", c.ensureSharedObjects},
+		{"the NetworkPolicy", c.ensureNetworkPolicy},
+		{"the PodMonitor (prometheus-operator)", c.ensurePodMonitor},
+	}
+}
+
+// write carries out what the plan allows. It returns the NatsCluster to
+// write status to (patched when the finalizer was added or annotations
+// were set or cleared) and, when the API server refused a write or an
+// object is in the way, the message for Progressing=False ReconcileFailed.
+// Any other error is retried.
+func (c *Controller) write(ctx context.Context, p *plan) (*clusterv1beta1.NatsCluster, string, error) {
+	nc, d := p.facts.nc, p.decision
+	if nc.DeletionTimestamp != nil {
+		// Being deleted: the planner creates and steps nothing, and nothing
+		// else is written either (no Secret, Service or PDB is made or
+		// corrected for a cluster that goes).
+		if d.Step != nil || len(d.Create) > 0 {
+			return nc, "", fmt.Errorf("the planner asked to step or create servers of NatsCluster %s, which is being deleted", klog.KObj(nc))
+		}
+		return nc, "", nil
+	}
+	if !hasFinalizer(nc) {
+		// Before any object exists, so that no server goes without it.
+		patched, err := c.addFinalizer(ctx, nc)
+		if err != nil {
+			return nc, "", err
+		}
+		nc = patched
+	}
+	refused := func(err error) (string, error) {
+		var nce *notControlledError
+		var wre *writeRefusedError
+		switch {
+		case errors.As(err, &nce):
+			return nce.Error(), nil
+		case errors.As(err, &wre):
+			klog.FromContext(ctx).V(2).Info("The API server refused a write", "err", err)
+			return wre.Error(), nil
+		}
+		return "", err
+	}
+	for _, w := range c.writers() {
+		if err := w.write(ctx, p); err != nil {
+			msg, err := refused(err)
+			return nc, msg, err
+		}
+	}
+	if len(d.Annotate) > 0 {
+		// Before the servers it marks are created.
+		patched, err := c.setAnnotations(ctx, nc, d.Annotate)
+		if err != nil {
+			return nc, "", err
+		}
+		nc = patched
+	}
+	if err := c.createServers(ctx, p, d.Create); err != nil {
+		msg, err := refused(err)
+		return nc, msg, err
+	}
+	if d.Step != nil {
+		if err := c.executeStep(ctx, p, d.Step, d.Progressing.Message); err != nil {
+			msg, err := refused(err)
+			return nc, msg, err
+		}
+	}
+	if len(d.ClearAnnotations) > 0 {
+		patched, err := c.clearAnnotations(ctx, nc, d.ClearAnnotations)
+		if err != nil {
+			return nc, "", err
+		}
+		nc = patched
+	}
+	return nc, "", nil
+}
+
+// releaseFinalizer removes the finalizer the planner released, so that the
+// deletion goes on; the Event says why it was released.
+func (c *Controller) releaseFinalizer(ctx context.Context, p *plan) error {
+	f, d := p.facts, p.decision
+	nc := f.nc
+	if d.DeleteClaims {
+		// Before the finalizer goes: afterwards nothing would delete them.
+		for _, so := range append(slices.Clone(f.servers), f.extra...) {
+			if err := c.deleteClaim(ctx, f, so.ordinal); err != nil {
+				return err
+			}
+		}
+		c.recorder.Eventf(nc, corev1.EventTypeNormal, clusterv1beta1.ReasonDeleting, "Deleting the claims of %d servers: spec.jetstream.volumeClaimTemplate.whenDeleted is Delete", len(f.servers)+len(f.extra))
+	}
+	if _, err := c.removeFinalizer(ctx, nc); err != nil {
+		return err
+	}
+	c.recorder.Event(nc, corev1.EventTypeNormal, clusterv1beta1.ReasonDeleting, d.Progressing.Message)
+	return nil
+}
