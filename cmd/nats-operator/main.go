@@ -121,15 +121,14 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	ctrl := controller.New(ctx, kubeClient, natsClient, inf.Informers, metrics)
-	ctrl.SetControllerNamespace(o.controllerNamespace)
-	ctrl.SetReloadTimeout(o.reloadTimeout)
-	ctrl.SetRestRequeue(o.restRequeue)
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
-	ctrl.SetDynamicClient(dyn)
+	ctrl := controller.New(ctx, controller.Options{
+		KubeClient: kubeClient, NatsClient: natsClient, Informers: inf.Informers, Dynamic: dyn, Metrics: metrics,
+		ControllerNamespace: o.controllerNamespace, ReloadTimeout: o.reloadTimeout, RestRequeue: o.restRequeue,
+	})
 
 	// Caches fill whether or not this replica leads, so a new leader starts warm.
 	inf.Start(ctx.Done())

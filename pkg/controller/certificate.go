@@ -16,20 +16,11 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/klog/v2"
 
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
 	"github.com/nats-operator/nats-operator/pkg/render"
 )
-
-// SetDynamicClient gives the controller the client it reaches cert-manager's
-// Certificates (and prometheus-operator's PodMonitors) with; without one,
-// spec.tls.certificate is held. Call it before Run.
-func (c *Controller) SetDynamicClient(d dynamic.Interface) {
-	c.dynamic = d
-	c.api.dynamic = d
-}
 
 // clientTLSName names the Certificate and its Secret: demo-client-tls.
 func clientTLSName(nc *clusterv1beta1.NatsCluster) string { return nc.Name + "-client-tls" }

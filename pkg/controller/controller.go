@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sync"
@@ -108,13 +109,13 @@ type Controller struct {
 	reloadSends pacer
 	removeSends pacer
 	// reloadTimeout is how long a reload may go unconfirmed before it
-	// becomes a restart (SetReloadTimeout).
+	// becomes a restart (Options.ReloadTimeout).
 	reloadTimeout time.Duration
 	// restRequeue is how often a cluster at rest is observed when nothing
 	// else syncs it (DefaultRestRequeue; --rest-requeue).
 	restRequeue time.Duration
 	// controllerNamespace is where the controller runs
-	// (SetControllerNamespace): NetworkPolicies admit monitoring from it.
+	// (Options.ControllerNamespace): NetworkPolicies admit monitoring from it.
 	controllerNamespace string
 
 	// cachesSynced is set once every informer has synced (for /readyz).
@@ -122,9 +123,34 @@ type Controller struct {
 	ready        chan struct{}
 }
 
-// New builds a controller from clients and informers and registers its
-// event handlers.
-func New(ctx context.Context, kubeClient kubernetes.Interface, natsClient versioned.Interface, inf Informers, metrics *Metrics) *Controller {
+// Options are what New builds a controller from.
+type Options struct {
+	// KubeClient and NatsClient read by name and write; Informers are the
+	// caches every sync reads (NewInformerSet).
+	KubeClient kubernetes.Interface
+	NatsClient versioned.Interface
+	Informers  Informers
+	// Dynamic reaches cert-manager's Certificates and prometheus-operator's
+	// PodMonitors; nil without (spec.tls.certificate is then held).
+	Dynamic dynamic.Interface
+	// Metrics counts writes, steps and the workqueue.
+	Metrics *Metrics
+	// ControllerNamespace is where the controller runs: NetworkPolicies
+	// admit monitoring from it (empty: DefaultControllerNamespace).
+	ControllerNamespace string
+	// ReloadTimeout is how long a reloaded server may take to report its
+	// new revision before the reload becomes a restart (0:
+	// DefaultReloadTimeout; --reload-timeout).
+	ReloadTimeout time.Duration
+	// RestRequeue is how often a cluster at rest (Settled, up to date,
+	// holding nothing) is observed when no event syncs it (0:
+	// DefaultRestRequeue; --rest-requeue).
+	RestRequeue time.Duration
+}
+
+// New builds a controller from o and registers its event handlers.
+func New(ctx context.Context, o Options) *Controller {
+	kubeClient, natsClient, inf, metrics := o.KubeClient, o.NatsClient, o.Informers, o.Metrics
 	logger := klog.FromContext(ctx)
 	utilruntime.Must(natsscheme.AddToScheme(scheme.Scheme))
 
@@ -134,15 +160,17 @@ func New(ctx context.Context, kubeClient kubernetes.Interface, natsClient versio
 	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "nats-operator"})
 
 	RegisterWorkqueueMetrics(metrics)
-	src := SourcesFor(inf, kubeClient, nil)
+	src := SourcesFor(inf, kubeClient, o.Dynamic)
 	c := &Controller{
-		kubeClient:    kubeClient,
-		natsClient:    natsClient,
-		gatherer:      gatherer{src: src, systemUsers: &systemUserCache{}},
-		api:           src.API.(*apiReader),
-		ownWrites:     newOwnWrites(),
-		reloadTimeout: DefaultReloadTimeout,
-		restRequeue:   DefaultRestRequeue,
+		kubeClient:          kubeClient,
+		natsClient:          natsClient,
+		gatherer:            gatherer{src: src, systemUsers: &systemUserCache{}},
+		api:                 src.API.(*apiReader),
+		ownWrites:           newOwnWrites(),
+		dynamic:             o.Dynamic,
+		controllerNamespace: o.ControllerNamespace,
+		reloadTimeout:       cmp.Or(o.ReloadTimeout, DefaultReloadTimeout),
+		restRequeue:         cmp.Or(o.RestRequeue, DefaultRestRequeue),
 		synced: []cache.InformerSynced{
 			inf.Clusters.Informer().HasSynced, inf.OperatorTrusts.Informer().HasSynced,
 			inf.AccountTrusts.Informer().HasSynced, inf.StatefulSets.Informer().HasSynced,

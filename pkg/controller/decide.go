@@ -208,6 +208,9 @@ func planInput(f *facts, out *render.Output, snap *observe.Snapshot, blocked *ro
 			// the back-off message, which changes on every retry.
 			StartProblem: startProblem(so.pod),
 		}
+		if so.statefulSet == nil {
+			s.OldClaimDeleting = claimStillGoing(f, so, target.StatefulSet)
+		}
 		if sts := so.statefulSet; sts != nil {
 			s.Created = true
 			s.RestartRevision = sts.Spec.Template.Annotations[clusterv1beta1.AnnotationConfigRevision]

@@ -66,7 +66,7 @@ type APIReader interface {
 }
 
 // ErrNoCertManager: the controller was given no client for cert-manager's
-// Certificates (SetDynamicClient).
+// Certificates (Options.Dynamic).
 var ErrNoCertManager = errors.New("this controller has no client for cert-manager")
 
 var certificates = schema.GroupVersionResource{Group: "cert-manager.io", Version: "v1", Resource: "certificates"}

@@ -53,7 +53,7 @@ func (f *fixture) live() *liveController {
 	inf := testInformers(ki, ni)
 	reg := prometheus.NewRegistry()
 	m := NewMetrics(reg)
-	c := New(ctx, kube, nats, inf, m)
+	c := New(ctx, Options{KubeClient: kube, NatsClient: nats, Informers: inf, Metrics: m})
 	c.recorder = record.NewFakeRecorder(1000)
 	must := func(err error) {
 		if err != nil {

@@ -16,10 +16,6 @@ import (
 // told otherwise: the manifests install it there.
 const DefaultControllerNamespace = render.DefaultControllerNamespace
 
-// SetControllerNamespace names the namespace the controller runs in: the
-// NetworkPolicy of every cluster admits the monitoring port from it.
-func (c *Controller) SetControllerNamespace(ns string) { c.controllerNamespace = ns }
-
 // ensureNetworkPolicy creates, corrects or (with spec.networkPolicy.enabled
 // false) deletes the cluster's NetworkPolicy. One of another owner in the
 // way is never touched; nothing is done without a rendered target (a spec

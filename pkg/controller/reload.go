@@ -205,7 +205,3 @@ func (c *Controller) annotateReload(ctx context.Context, sts *appsv1.StatefulSet
 	}
 	return nil
 }
-
-// SetReloadTimeout sets how long a reloaded server may take to report its
-// new revision before the reload becomes a restart (--reload-timeout).
-func (c *Controller) SetReloadTimeout(d time.Duration) { c.reloadTimeout = d }

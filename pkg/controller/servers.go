@@ -41,10 +41,6 @@ func (c *Controller) createServers(ctx context.Context, p *plan, names []string)
 			}
 		}
 		if so.statefulSet == nil {
-			if claimStillGoing(f, so, target.StatefulSet) {
-				klog.FromContext(ctx).V(2).Info("Waiting for the old claim to go before creating the server", "server", so.name)
-				return nil
-			}
 			if _, err := c.createStatefulSet(ctx, target.StatefulSet); err != nil {
 				return err
 			}

@@ -28,7 +28,7 @@ func TestEveryStepKindHasAnExecutor(t *testing.T) {
 	ctx := context.Background()
 	kube, nats := k8sfake.NewClientset(), natsfake.NewSimpleClientset()
 	inf := testInformers(kubeinformers.NewSharedInformerFactory(kube, 0), natsinformers.NewSharedInformerFactory(nats, 0))
-	c := New(ctx, kube, nats, inf, NewMetrics(prometheus.NewRegistry()))
+	c := New(ctx, Options{KubeClient: kube, NatsClient: nats, Informers: inf, Metrics: NewMetrics(prometheus.NewRegistry())})
 	c.recorder = record.NewFakeRecorder(100)
 	p := &plan{facts: &facts{nc: rt.NewCluster("ns", "demo")}, out: &render.Output{Revision: "r"}}
 	const unknown = "which this controller does not execute"

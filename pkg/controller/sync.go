@@ -37,13 +37,9 @@ const (
 	// A server that restarts or fails its readiness probe (every 5 s)
 	// changes its pod, whose event syncs the cluster at once; only a
 	// change the pod does not show (a stream falling behind) is seen up to
-	// 2 minutes late. --rest-requeue changes it (SetRestRequeue).
+	// 2 minutes late. --rest-requeue changes it (Options.RestRequeue).
 	DefaultRestRequeue = 2 * time.Minute
 )
-
-// SetRestRequeue sets how often a cluster at rest (Settled, up to date,
-// holding nothing) is observed when no event syncs it; before Run.
-func (c *Controller) SetRestRequeue(d time.Duration) { c.restRequeue = d }
 
 // requeueAfter is when a sync that decided d on an observation whose
 // verdict is v looks again, when nothing else makes it sooner: within a

@@ -102,7 +102,7 @@ func (f *fixture) sync() []core.Action {
 	ki := kubeinformers.NewSharedInformerFactory(f.kube, 0)
 	ni := natsinformers.NewSharedInformerFactory(f.nats, 0)
 	inf := testInformers(ki, ni)
-	c := New(ctx, f.kube, f.nats, inf, NewMetrics(prometheus.NewRegistry()))
+	c := New(ctx, Options{KubeClient: f.kube, NatsClient: f.nats, Informers: inf, Metrics: NewMetrics(prometheus.NewRegistry())})
 	f.recorder = record.NewFakeRecorder(100)
 	c.recorder = f.recorder
 	c.observer = fakeObserver{f.snap}

@@ -13,7 +13,7 @@
 // its servers' reports, or, with --from, against a simulated cluster that
 // runs the old manifest settled (controller.StaticSources: client-go's
 // listers over the simulated objects, and a fixed observation; no cluster,
-// no fake clientset). Verdict turns the planner's Decision into what plan
+// no fake clientset). Judge turns the planner's Decision into what plan
 // prints and its exit code. The package uses the controller's public API
 // only (Decide, Sources, Preview); it is not under internal/.
 //

@@ -64,7 +64,7 @@ type PlanResult struct {
 	Against        string       `json:"against"`
 	TargetRevision string       `json:"targetRevision,omitempty"`
 	Servers        []ServerPlan `json:"servers,omitempty"`
-	Verdict        Verdict      `json:"verdict"`
+	Verdict        PlanVerdict  `json:"verdict"`
 	// Notes say what plan could not check.
 	Notes []string `json:"notes,omitempty"`
 }

@@ -57,6 +57,9 @@ func livePreviewer(ctx context.Context, cfg *rest.Config, ns string) (*previewer
 		cancel()
 		return nil, err
 	}
+	// Sources ask each informer of the set for its lister, which is what
+	// makes the factories start it: before Start.
+	src := controller.SourcesFor(inf.Informers, kube, nil)
 	inf.Start(ctx.Done())
 	obs := observe.New(observe.Options{Name: "kubectl-nats"})
 	stop := func() {
@@ -70,7 +73,7 @@ func livePreviewer(ctx context.Context, cfg *rest.Config, ns string) (*previewer
 		stop()
 		return nil, err
 	}
-	return &previewer{src: controller.SourcesFor(inf.Informers, kube, nil), obs: obs, stop: stop}, nil
+	return &previewer{src: src, obs: obs, stop: stop}, nil
 }
 
 // fixedObserver answers every observation with one Snapshot.

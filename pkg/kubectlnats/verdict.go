@@ -48,8 +48,9 @@ var progressingActions = map[string]Action{
 	clusterv1beta1.ReasonCreating:         ActionCreate,
 }
 
-// Verdict is what plan says of a Decision.
-type Verdict struct {
+// PlanVerdict is what plan says of a Decision (a Verdict, in pkg/observe
+// and pkg/rollout, is the Settled condition of an observation).
+type PlanVerdict struct {
 	Action Action `json:"action"`
 	// Reason and Message are the Progressing condition the controller
 	// would set, verbatim.
@@ -68,9 +69,9 @@ type Verdict struct {
 
 // Judge turns the planner's Decision into plan's verdict. It decides
 // nothing: every field comes from d.
-func Judge(d rollout.Decision) Verdict {
+func Judge(d rollout.Decision) PlanVerdict {
 	p := d.Progressing
-	v := Verdict{Reason: p.Reason, Message: p.Message, Exit: ExitOK}
+	v := PlanVerdict{Reason: p.Reason, Message: p.Message, Exit: ExitOK}
 	switch {
 	case d.Hold != nil && d.Hold.Reason == clusterv1beta1.ReasonInvalidSpec:
 		v.Action, v.Exit, v.WaitingFor = ActionInvalid, ExitInvalid, d.Hold.WaitingFor

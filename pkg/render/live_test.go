@@ -20,7 +20,9 @@ import (
 	rt "github.com/nats-operator/nats-operator/pkg/render/rendertest"
 )
 
-const liveTimeout = 45 * time.Second
+// liveTimeout bounds each wait on the servers (an upper bound: a passing
+// run takes seconds; a loaded 2-core machine has needed more than 45 s).
+const liveTimeout = 90 * time.Second
 
 // waitForMesh waits until every server routes to every other one by name.
 func waitForMesh(t *testing.T, lc *rt.LocalCluster, out *render.Output) {
@@ -101,7 +103,12 @@ func writeR3(t *testing.T, nc *nats.Conn, stream string, n int) {
 	defer cancel()
 	var s jetstream.Stream
 	poll.Eventually(t, liveTimeout, 50*time.Millisecond, "creating an R3 stream", func() error {
-		s, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		// Each attempt on its own short deadline: a request the meta
+		// leader does not answer yet (seen on a loaded machine) must not
+		// use up the whole wait.
+		attempt, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		s, err = js.CreateOrUpdateStream(attempt, jetstream.StreamConfig{
 			Name: stream, Subjects: []string{stream + ".>"}, Replicas: 3, Storage: jetstream.FileStorage,
 		})
 		return err

@@ -159,3 +159,21 @@ func TestTheSystemUserIsClassifiedOnlyWithoutAuth(t *testing.T) {
 		})
 	}
 }
+
+// A server whose old claim is still being deleted (it was removed or
+// replaced) is not created until the claim is gone, and the Progressing
+// message says it waits; the other servers are created.
+func TestPlanWaitsVisiblyForAnOldClaimToGo(t *testing.T) {
+	in := cluster(3, creating(), func(in *Input) { in.Servers[2].OldClaimDeleting = true })
+	d := Plan(in)
+	if want := []string{"demo-0", "demo-1"}; !slices.Equal(d.Create, want) {
+		t.Errorf("create %v, want %v", d.Create, want)
+	}
+	if want := "demo-2 waits for its old claim, still being deleted, to go before it is created"; !strings.Contains(d.Progressing.Message, want) {
+		t.Errorf("Progressing %s %q, want it to say %q", d.Progressing.Reason, d.Progressing.Message, want)
+	}
+	in.Servers[2].OldClaimDeleting = false
+	if d := Plan(in); !slices.Contains(d.Create, "demo-2") || strings.Contains(d.Progressing.Message, "old claim") {
+		t.Errorf("once the claim is gone: create %v, %q", d.Create, d.Progressing.Message)
+	}
+}

@@ -148,6 +148,9 @@ type planner struct {
 	clear []string
 	// create are the servers not created yet, in ordinal order.
 	create []string
+	// claimWaits are servers to create whose old claim is still being
+	// deleted: created once it is gone.
+	claimWaits []string
 }
 
 func newPlanner(in *Input) *planner {
@@ -167,6 +170,9 @@ func newPlanner(in *Input) *planner {
 	lists := make([][]Change, 0, len(p.servers))
 	for _, s := range p.servers {
 		switch {
+		case !s.Created && s.OldClaimDeleting:
+			// Its old claim is still going: created once it is gone.
+			p.claimWaits = append(p.claimWaits, s.Name)
 		case !s.Created:
 			// Not created yet: the controller creates it at the target.
 			p.create = append(p.create, s.Name)
@@ -636,6 +642,10 @@ func (p *planner) decision(d Decision) Decision {
 		d.ClearAnnotations = sortedCopy(append(d.ClearAnnotations, p.clear...))
 	}
 	d.Create = p.create
+	if len(p.claimWaits) > 0 {
+		d.Progressing.Message = joinNonEmpty(d.Progressing.Message, strings.Join(p.claimWaits, ", ")+
+			" waits for its old claim, still being deleted, to go before it is created")
+	}
 	return finish(d)
 }
 

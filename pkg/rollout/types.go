@@ -105,6 +105,11 @@ type ServerState struct {
 	// is created directly at the target (Decision.Create); the revisions
 	// below are then empty.
 	Created bool
+	// OldClaimDeleting says the claim a server not created yet would use
+	// is still being deleted (its server was removed or replaced): the
+	// server is created once the claim is gone, and until then the
+	// Progressing message says it waits.
+	OldClaimDeleting bool
 	// TargetConfigRevision is the config revision the target renders for
 	// this server: each server has its own (a digest of its own config and
 	// template), so a server added by a scale-up leaves the others' alone.
@@ -207,7 +212,9 @@ type ServerReload struct {
 	Message string
 }
 
-// Verdict is the Settled verdict of an observation.
+// Verdict is the planner's copy of the Settled verdict of an observation
+// (observe.Verdict: pkg/observe may not depend on this package, nor this
+// one on pkg/observe, so the planner keeps its own).
 type Verdict struct {
 	Status  metav1.ConditionStatus
 	Reason  string
