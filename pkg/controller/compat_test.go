@@ -8,12 +8,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
 	"github.com/nats-operator/nats-operator/pkg/observe"
 	"github.com/nats-operator/nats-operator/pkg/render"
 	rt "github.com/nats-operator/nats-operator/pkg/render/rendertest"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // An operator upgrade restarts no cluster: the objects written by the
