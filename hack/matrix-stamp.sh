@@ -12,7 +12,7 @@
 #   - every file of pkg/rollout/matrix (the matrix, its cases, testdata);
 #   - the source of every package of this module the matrix compiles
 #     (go list -deps: pkg/rollout with the planner's change effects and
-#     reload table, pkg/render and rendertest, pkg/apis, pkg/observe,
+#     reload table, pkg/render and rendertest, pkg/apis, pkg/observe, pkg/act,
 #     internal/...), test files left out.
 # A change to any of these runs the whole matrix again; a change elsewhere
 # (the controller, the e2e tests, the README) does not.

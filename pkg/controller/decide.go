@@ -1,7 +1,8 @@
 package controller
 
 // decide: a pure function of the gathered facts and the observation. It
-// renders the target (render.Render), turns facts, target and observation
+// renders the target (one render.Render call, which also reads back what
+// the servers run), turns facts, target and observation
 // into the planner's input, asks the planner (rollout.Plan) for its
 // Decision, and says which supporting objects to write. It reads nothing,
 // writes nothing and does not read the clock (now comes in the options);
@@ -36,7 +37,7 @@ type plan struct {
 	input    rollout.Input
 	decision rollout.Decision
 	// systemUserSecret is the system user Secret to create (the fresh one
-	// gather made, chosen by chooseSystemUser); nil when none is.
+	// gather made, when render chose it); nil when none is.
 	systemUserSecret *corev1.Secret
 	// systemUser is the system user rendered (nil when none is).
 	systemUser *systemUser
@@ -63,37 +64,30 @@ func decide(f *facts, snap *observe.Snapshot, o decideOptions) plan {
 	if blocked == nil {
 		p.out, blocked = renderTarget(f, o, &p)
 	}
-	if f.certificateRead {
-		p.certificate = certificateWrite(f.nc, f.certificate)
-	}
+	p.certificate = f.certificateWrite
 	p.input = planInput(f, p.out, snap, blocked, o)
 	p.reloadVia, p.input.CanReload, p.input.NoReload = reloadAccess(f, p.systemUser, &p.input)
 	p.decision = rollout.Plan(p.input)
 	return p
 }
 
-// renderTarget renders the cluster's objects, or says why they cannot be:
-// out nil then. It chooses the system user (into p).
+// renderTarget renders the cluster's objects in one render.Render call,
+// or says why they cannot be: out nil then. Render chooses whether the
+// fresh system user gather made is used (render.Input.FreshSystemUser);
+// when it is, its Secret goes into p, to be created first.
 func renderTarget(f *facts, o decideOptions, p *plan) (*render.Output, *rollout.Blocked) {
-	in := render.Input{Cluster: f.nc, Trust: f.trust, ControllerNamespace: o.controllerNamespace, TLS: f.tls}
-	for _, so := range f.servers {
-		r := render.RunningServer{Ordinal: so.ordinal, StatefulSet: so.statefulSet}
-		if so.configMap != nil {
-			r.Config = []byte(so.configMap.Data[render.ConfigKey])
-		}
-		if r.Config != nil || r.StatefulSet != nil {
-			in.Running = append(in.Running, r)
-		}
-	}
+	in := render.Input{Cluster: f.nc, Trust: f.trust, ControllerNamespace: o.controllerNamespace, TLS: f.tls, Running: f.running()}
 	if f.systemUser != nil {
 		in.SystemUser = f.systemUser.render
 	}
+	var fresh *systemUser
+	if f.freshSystemUser != nil {
+		fresh = freshSystemUser(f.freshSystemUser)
+		in.FreshSystemUser = fresh.render
+	}
 	out, err := render.Render(in)
-	if err == nil && chooseSystemUser(f, out) {
-		p.systemUserSecret = f.freshSystemUser
-		p.systemUser = freshSystemUser(f.freshSystemUser)
-		in.SystemUser = p.systemUser.render
-		out, err = render.Render(in)
+	if err == nil && out.FreshSystemUser {
+		p.systemUserSecret, p.systemUser = f.freshSystemUser, fresh
 	}
 	var te *render.TrustError
 	switch {
@@ -106,45 +100,20 @@ func renderTarget(f *facts, o decideOptions, p *plan) (*render.Output, *rollout.
 	return out, nil
 }
 
-// chooseSystemUser says whether a cluster without auth and without a
-// system user Secret gets the fresh system user gather made: a new
-// cluster, or one whose objects change anyway (its Secret is created
-// before anything else is written); not a cluster an older release made
-// that has nothing to change, so an upgrade of the controller restarts and
-// rewrites nothing.
-func chooseSystemUser(f *facts, out *render.Output) bool {
-	if f.nc.Spec.Auth != nil || f.systemUser != nil || f.freshSystemUser == nil || out == nil {
-		return false
-	}
-	return !f.anyServerObjects() || objectsChange(f, out)
-}
-
-// anyServerObjects says some server of the cluster has a ConfigMap or a
-// StatefulSet.
-func (f *facts) anyServerObjects() bool {
-	for _, so := range f.servers {
-		if so.configMap != nil || so.statefulSet != nil {
-			return true
+// running are the existing objects of every server with any, those beyond
+// the spec (still being removed) included, as render reads them.
+func (f *facts) running() []render.RunningServer {
+	var out []render.RunningServer
+	for _, so := range slices.Concat(f.servers, f.extra) {
+		r := render.RunningServer{Ordinal: so.ordinal, StatefulSet: so.statefulSet, ConfigMap: so.configMap}
+		if so.configMap != nil {
+			r.Config = []byte(so.configMap.Data[render.ConfigKey])
+		}
+		if r.Config != nil || r.StatefulSet != nil {
+			out = append(out, r)
 		}
 	}
-	return len(f.extra) > 0
-}
-
-// objectsChange says the target differs from some server's objects (its
-// ConfigMap, template or the config its pod was restarted for).
-func objectsChange(f *facts, out *render.Output) bool {
-	for i, so := range f.servers {
-		target := &out.Servers[i]
-		if so.statefulSet == nil || so.configMap == nil {
-			return true
-		}
-		if configMapDiffers(so.configMap, target.ConfigMap) ||
-			so.statefulSet.Spec.Template.Annotations[clusterv1beta1.AnnotationConfigRevision] != target.Revision ||
-			render.TemplateRevisionOf(so.statefulSet) != target.TemplateRevision {
-			return true
-		}
-	}
-	return false
+	return out
 }
 
 // observeTarget names every server of the spec, and every server beyond it
@@ -212,26 +181,25 @@ func planInput(f *facts, out *render.Output, snap *observe.Snapshot, blocked *ro
 			s.OldClaimDeleting = claimStillGoing(f, so, target.StatefulSet)
 		}
 		if sts := so.statefulSet; sts != nil {
-			s.Created = true
-			s.RestartRevision = sts.Spec.Template.Annotations[clusterv1beta1.AnnotationConfigRevision]
-			s.TemplateRevision = render.TemplateRevisionOf(sts)
-			if s.TemplateRevision != target.TemplateRevision {
-				s.TemplateChanges = render.TemplateChanges(&sts.Spec.Template, &target.StatefulSet.Spec.Template)
+			// What it runs, as render read it back (target.Running).
+			run := target.Running
+			if run == nil {
+				// Not read back (it cannot be: render reads every server
+				// with a StatefulSet): taken as running nothing known,
+				// never as up to date.
+				run = &render.Running{}
 			}
+			s.Created = true
+			s.RestartRevision = run.RestartRevision
+			s.TemplateRevision = run.TemplateRevision
+			s.TemplateChanges = run.TemplateChanges
 			s.CreatedFor = sts.Annotations[clusterv1beta1.AnnotationCreatedFor]
 			s.Reload = parseReload(&sts.ObjectMeta)
 			s.Stopped = stopped(sts)
 			s.EphemeralStore = len(sts.Spec.VolumeClaimTemplates) == 0
 			claimChange(f, so, target.StatefulSet, &s)
-			var conf []byte
-			if so.configMap != nil {
-				conf = []byte(so.configMap.Data[render.ConfigKey])
-			}
-			// An unreadable config gives facts that differ from any target,
-			// so the planner never takes the server as up to date.
-			running, _ := render.ReadConfig(conf, render.ImageVersion(sts))
-			s.ConfigRevision = running.Revision
-			s.Running = rollout.ConfigFacts(running.Facts)
+			s.ConfigRevision = run.ConfigRevision
+			s.Running = rollout.ConfigFacts(run.Facts)
 		}
 		if srv, ok := snap.Server(so.name); ok && srv.Answered {
 			s.Answered = true

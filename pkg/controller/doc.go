@@ -76,7 +76,9 @@
 // Steps by kind: restarts (step.go, servers.go); Reload steps over $SYS
 // with spec.auth.systemCredentials or the controller's own system user, whose
 // Secret it generates (reload.go, systemuser.go); RemoveServer steps of a
-// scale-down (scaledown.go); ExpandClaim (claims.go). Each records its
+// scale-down (scaledown.go); ExpandClaim (claims.go). What a step says to NATS (reload,
+// peer removal, evacuation, meta leader step-down) is in pkg/act; pkg/observe
+// only reads. Each records its
 // progress in the cluster's objects (annotations, the StatefulSet's
 // replicas), never in memory, so a restarted controller goes on where its
 // predecessor was.

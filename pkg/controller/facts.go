@@ -37,6 +37,7 @@ func (f *facts) clone() *facts {
 	c.networkPolicy = f.networkPolicy.DeepCopy()
 	c.podMonitor = deepCopyUnstructured(f.podMonitor)
 	c.certificate = deepCopyUnstructured(f.certificate)
+	c.certificateWrite = deepCopyUnstructured(f.certificateWrite)
 	if f.systemUser != nil {
 		su := *f.systemUser
 		if su.render != nil {

@@ -100,10 +100,11 @@ type facts struct {
 	// written before anything that renders them.
 	routeTLSSecrets []*corev1.Secret
 	// certificate is the client Certificate of spec.tls.certificate as the
-	// API server holds it; nil when absent. certificateRead says it was
-	// read (absent or not): only then is it written.
-	certificate     *unstructured.Unstructured
-	certificateRead bool
+	// API server holds it; nil when absent. certificateWrite is what to
+	// create or update, said once it was read (absent or not); nil when it
+	// is as the spec asks or was not read.
+	certificate      *unstructured.Unstructured
+	certificateWrite *unstructured.Unstructured
 	// claims are the claims the sync needs, by ordinal (gatherClaims);
 	// expandable the StorageClasses of claims asked to grow that allow
 	// expansion, by name.
@@ -425,8 +426,9 @@ func (g *gatherer) gatherAuth(ctx context.Context, f *facts) error {
 }
 
 // gatherSystemUser reads the system user Secret of a cluster without auth,
-// or, when there is none, makes a fresh one (decide chooses whether to
-// use it).
+// or, when there is none, offers a fresh one (render chooses whether to
+// use it: render.Input.FreshSystemUser), the same one on every sync until
+// the Secret exists (systemUserCache.freshFor).
 func (g *gatherer) gatherSystemUser(ctx context.Context, f *facts) error {
 	nc := f.nc
 	if nc.Spec.Auth != nil {
@@ -434,7 +436,7 @@ func (g *gatherer) gatherSystemUser(ctx context.Context, f *facts) error {
 	}
 	s, err := g.src.API.Secret(ctx, nc.Namespace, systemUserSecretName(nc.Name))
 	if apierrors.IsNotFound(err) {
-		fresh, err := newSystemUserSecret(nc)
+		fresh, err := g.systemUsers.freshFor(nc)
 		if err != nil {
 			return &referenceError{clusterv1beta1.ReasonReconcileFailed, err.Error()}
 		}
@@ -447,6 +449,7 @@ func (g *gatherer) gatherSystemUser(ctx context.Context, f *facts) error {
 	if !metav1.IsControlledBy(s, nc) {
 		return &notControlledError{"Secret", s.Namespace, s.Name}
 	}
+	g.systemUsers.forgetFresh(nc.Namespace, nc.Name)
 	user, password, ru, err := g.systemUsers.get(s)
 	if err != nil {
 		return &referenceError{clusterv1beta1.ReasonReconcileFailed,

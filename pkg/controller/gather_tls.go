@@ -13,7 +13,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -26,43 +25,11 @@ import (
 	"github.com/nats-operator/nats-operator/pkg/render"
 )
 
-// routeTLSMode is what spec.routes.tls asks for. Without it the servers
-// keep what they run: Generated when a server's config has route TLS (or
-// no server exists yet: a new cluster), Disabled when servers run plain
-// routes (a cluster an earlier release made), so an upgrade of the
-// controller never turns route TLS on, which would split the cluster.
-func routeTLSMode(f *facts) clusterv1beta1.RouteTLSMode {
-	if t := f.nc.Spec.Routes.TLS; t != nil {
-		if t.Mode == "" {
-			return clusterv1beta1.RouteTLSGenerated
-		}
-		return t.Mode
-	}
-	created := false
-	for _, so := range slices.Concat(f.servers, f.extra) {
-		if so.statefulSet == nil {
-			continue
-		}
-		created = true
-		if so.configMap == nil {
-			continue
-		}
-		// The RouteTLS fact the planner classifies, read back as it does.
-		if running, err := render.ReadConfig([]byte(so.configMap.Data[render.ConfigKey]), render.ImageVersion(so.statefulSet)); err == nil && running.Facts.RouteTLS {
-			return clusterv1beta1.RouteTLSGenerated
-		}
-	}
-	if created {
-		return clusterv1beta1.RouteTLSDisabled
-	}
-	return clusterv1beta1.RouteTLSGenerated
-}
-
 // gatherTLS resolves the routes' and clients' certificates into f.tls, or
 // returns a referenceError (CertificateNotReady) naming what is missing.
 func (g *gatherer) gatherTLS(ctx context.Context, f *facts, now time.Time) error {
 	nc := f.nc
-	switch routeTLSMode(f) {
+	switch render.RouteTLSMode(nc, f.running()) {
 	case clusterv1beta1.RouteTLSGenerated:
 		files, err := g.gatherGeneratedRouteTLS(ctx, f, now)
 		if err != nil {
@@ -236,7 +203,7 @@ func (g *gatherer) gatherCertificate(ctx context.Context, f *facts) error {
 	case errors.Is(err, ErrNoCertManager):
 		return notReady("%v", err)
 	case apierrors.IsNotFound(err):
-		f.certificateRead = true
+		f.certificateWrite = certificateWrite(nc, nil)
 		return notReady("creating cert-manager Certificate %s/%s; waiting for it to be Ready", nc.Namespace, name)
 	case err != nil:
 		return fmt.Errorf("reading Certificate %s/%s: %w", nc.Namespace, name, err)
@@ -244,8 +211,8 @@ func (g *gatherer) gatherCertificate(ctx context.Context, f *facts) error {
 	if !metav1.IsControlledBy(got, nc) {
 		return &notControlledError{"Certificate", nc.Namespace, got.GetName()}
 	}
-	f.certificate, f.certificateRead = got, true
-	if certificateWrite(nc, got) != nil {
+	f.certificate, f.certificateWrite = got, certificateWrite(nc, got)
+	if f.certificateWrite != nil {
 		return notReady("updating cert-manager Certificate %s/%s; waiting for it to be Ready", nc.Namespace, got.GetName())
 	}
 	ready, why := certificateReady(got)

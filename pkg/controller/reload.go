@@ -31,8 +31,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"github.com/nats-operator/nats-operator/pkg/act"
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
-	"github.com/nats-operator/nats-operator/pkg/observe"
 	"github.com/nats-operator/nats-operator/pkg/render"
 	"github.com/nats-operator/nats-operator/pkg/rollout"
 )
@@ -171,9 +171,9 @@ func (c *Controller) reload(ctx context.Context, p *plan, step *rollout.Step) er
 	}
 	sys, err := c.observer.System(ctx, p.reloadVia)
 	if err == nil {
-		err = sys.Reload(ctx, r.Server)
+		err = act.Reload(ctx, sys, r.Server)
 	}
-	var refused *observe.ReloadRefusedError
+	var refused *act.ReloadRefusedError
 	switch {
 	case errors.As(err, &refused):
 		logger.Info("nats-server refused to reload its config", "error", refused.Message)

@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"github.com/nats-operator/nats-operator/pkg/act"
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
 	"github.com/nats-operator/nats-operator/pkg/observe"
 	"github.com/nats-operator/nats-operator/pkg/render"
@@ -67,9 +68,9 @@ func (c *Controller) removeServer(ctx context.Context, p *plan, step *rollout.St
 	}
 	switch r.Phase {
 	case clusterv1beta1.RemovalEvacuating:
-		return system("evacuate the server", func(s *observe.SystemClient) error { return s.Evacuate(ctx, r.Server) })
+		return system("evacuate the server", func(s *observe.SystemClient) error { return act.Evacuate(ctx, s, r.Server) })
 	case clusterv1beta1.RemovalSteppingDown:
-		return system("step the meta leader down", func(s *observe.SystemClient) error { return s.StepDownMetaLeader(ctx, r.Successor) })
+		return system("step the meta leader down", func(s *observe.SystemClient) error { return act.StepDownMetaLeader(ctx, s, r.Successor) })
 	case clusterv1beta1.RemovalStopping:
 		sts := so.statefulSet
 		_, err := c.kubeClient.AppsV1().StatefulSets(sts.Namespace).Patch(ctx, sts.Name, types.MergePatchType, []byte(`{"spec":{"replicas":0}}`),
@@ -81,7 +82,7 @@ func (c *Controller) removeServer(ctx context.Context, p *plan, step *rollout.St
 		return nil
 	case clusterv1beta1.RemovalRemovingPeer:
 		return system("remove the JetStream peer", func(s *observe.SystemClient) error {
-			if err := s.RemovePeer(ctx, r.Server); err != nil && !errors.Is(err, observe.ErrNotMember) {
+			if err := act.RemovePeer(ctx, s, r.Server); err != nil && !errors.Is(err, act.ErrNotMember) {
 				return err
 			}
 			return nil

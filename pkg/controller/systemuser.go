@@ -132,8 +132,60 @@ type systemUserCache struct {
 	// parse is systemUserFromSecret; tests count its calls.
 	parse func(*corev1.Secret) (string, string, *render.SystemUser, error)
 
+	// mint is newSystemUserSecret; tests count its calls.
+	mint func(*clusterv1beta1.NatsCluster) (*corev1.Secret, error)
+
 	mu      sync.Mutex
 	entries map[string]systemUserEntry // by namespace/name
+	// fresh are the fresh system user Secrets made for clusters without
+	// one, by the cluster's namespace/name, kept until the cluster's
+	// Secret exists (or the cluster is gone): a cluster an older release
+	// made whose objects do not change is offered the same fresh user on
+	// every sync, and bcrypt runs once for it, not once a sync.
+	fresh map[string]*corev1.Secret
+}
+
+// freshFor returns a fresh system user Secret for nc: the one made for it
+// before while it has the same uid, else a new one (a copy: the caller may
+// change what it got).
+func (c *systemUserCache) freshFor(nc *clusterv1beta1.NatsCluster) (*corev1.Secret, error) {
+	key := nc.Namespace + "/" + nc.Name
+	c.mu.Lock()
+	s, ok := c.fresh[key]
+	c.mu.Unlock()
+	if ok && len(s.OwnerReferences) == 1 && s.OwnerReferences[0].UID == nc.UID {
+		return s.DeepCopy(), nil
+	}
+	mint := c.mint
+	if mint == nil {
+		mint = newSystemUserSecret
+	}
+	// Made outside the lock: other clusters need not wait for bcrypt.
+	s, err := mint(nc)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if c.fresh == nil {
+		c.fresh = map[string]*corev1.Secret{}
+	}
+	c.fresh[key] = s
+	c.mu.Unlock()
+	return s.DeepCopy(), nil
+}
+
+// forgetFresh drops the fresh Secret kept for a cluster (its Secret exists).
+func (c *systemUserCache) forgetFresh(namespace, cluster string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.fresh, namespace+"/"+cluster)
+}
+
+// forgetCluster drops all the cache holds of a cluster that is gone: its
+// Secret's password and any fresh Secret made for it.
+func (c *systemUserCache) forgetCluster(namespace, cluster string) {
+	c.forget(namespace, systemUserSecretName(cluster))
+	c.forgetFresh(namespace, cluster)
 }
 
 // systemUserEntry is what one version of a Secret gave.

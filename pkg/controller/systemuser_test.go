@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
 	"github.com/nats-operator/nats-operator/pkg/render"
 	rt "github.com/nats-operator/nats-operator/pkg/render/rendertest"
 )
@@ -236,4 +237,52 @@ func TestSystemUserCache(t *testing.T) {
 			t.Errorf("the cached hash became %q", again.PasswordHash)
 		}
 	})
+}
+
+// A cluster without a system user Secret is offered the same fresh user on
+// every sync (one bcrypt for it, not one a sync) until its Secret exists,
+// a cluster of the same name but another uid gets another, and a cluster
+// gone leaves nothing behind.
+func TestFreshSystemUserIsMadeOncePerCluster(t *testing.T) {
+	mints := 0
+	c := &systemUserCache{mint: func(nc *clusterv1beta1.NatsCluster) (*corev1.Secret, error) {
+		mints++
+		return newSystemUserSecret(nc)
+	}}
+	nc := rt.NewCluster("ns", "demo")
+	first, err := c.freshFor(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Data[systemUserKeyPassword] = []byte("changed by the caller")
+	again, _ := c.freshFor(nc)
+	if mints != 1 || string(again.Data[systemUserKeyPassword]) == "changed by the caller" {
+		t.Fatalf("second sync: %d mints, password kept from the caller's change: %v; want 1 mint and the cache unchanged", mints, string(again.Data[systemUserKeyPassword]) == "changed by the caller")
+	}
+	if u := freshSystemUser(again); u.render.PasswordHash == "" || u.password == "" {
+		t.Fatalf("fresh user %+v has no password or hash", u)
+	}
+
+	recreated := nc.DeepCopy()
+	recreated.UID = "another-uid"
+	other, _ := c.freshFor(recreated)
+	if mints != 2 || string(other.Data[systemUserKeyPassword]) == string(again.Data[systemUserKeyPassword]) {
+		t.Errorf("a cluster recreated with another uid: %d mints, same password: %v; want a new user", mints, string(other.Data[systemUserKeyPassword]) == string(again.Data[systemUserKeyPassword]))
+	}
+
+	c.forgetFresh(recreated.Namespace, recreated.Name) // its Secret now exists
+	c.freshFor(recreated)
+	if mints != 3 {
+		t.Errorf("after the Secret existed: %d mints; want a new user (3)", mints)
+	}
+
+	s := fixtureSystemUserSecret(nil)
+	c.get(s)
+	c.forgetCluster("ns", "demo")
+	c.mu.Lock()
+	left := len(c.fresh) + len(c.entries)
+	c.mu.Unlock()
+	if left != 0 {
+		t.Errorf("a cluster gone left %d entries (fresh %v, secrets %d)", left, c.fresh, len(c.entries))
+	}
 }

@@ -52,13 +52,13 @@
 // server without the accounts block ignores a user and password and admits
 // the client into $G, where that request has no responders, so System
 // returns an error wrapping ErrNotSystemAccount rather than a client that
-// cannot reach $SYS. A changed password makes a new connection. It reloads one server (RELOAD, resolving the server's current id by
-// exact name first), removes a JetStream peer, makes the meta leader step
-// down, and sends fan-out requests ($SYS.REQ.SERVER.PING.<kind>) that collect
-// replies until every named server answered or the timeout, matching names
-// exactly (demo-1 is not demo-10). A reload the server refuses (an option
-// that cannot change at runtime) is a *ReloadRefusedError with the server's
-// words; a timeout or no responders is returned as it is. Credentials are
+// cannot reach $SYS. A changed password makes a new connection. It
+// sends fan-out requests ($SYS.REQ.SERVER.PING.<kind>) that collect replies
+// until every named server answered or the timeout, matching names exactly
+// (demo-1 is not demo-10), and resolves a server's id by exact name. It
+// changes nothing: the actions (reload one server, evacuate it, remove a
+// JetStream peer, make the meta leader step down) are pkg/act's, sent
+// through SystemClient.Request. Credentials are
 // never logged nor put in errors.
 //
 // # Choices that differ from the first sketch

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/nats-operator/nats-operator/pkg/act"
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
 )
 
@@ -279,7 +280,7 @@ func TestObserveInOperatorMode(t *testing.T) {
 		s := c.server("demo-1")
 		s.revision = "fedcba9876"
 		s.writeConfig(t)
-		if err := sys.Reload(context.Background(), "demo-1"); err != nil {
+		if err := act.Reload(context.Background(), sys, "demo-1"); err != nil {
 			t.Fatal(err)
 		}
 		snap := o.Observe(context.Background(), target)
@@ -293,7 +294,7 @@ func TestObserveInOperatorMode(t *testing.T) {
 			}
 		}
 		t.Logf("after RELOAD of demo-1: %s", revisions(snap))
-		if err := sys.Reload(context.Background(), "demo-"); err == nil {
+		if err := act.Reload(context.Background(), sys, "demo-"); err == nil {
 			t.Error("Reload(demo-) reached a server")
 		}
 	})
@@ -305,7 +306,7 @@ func TestObserveInOperatorMode(t *testing.T) {
 		if old == preferred {
 			preferred = "demo-10"
 		}
-		if err := sys.StepDownMetaLeader(context.Background(), preferred); err != nil {
+		if err := act.StepDownMetaLeader(context.Background(), sys, preferred); err != nil {
 			t.Fatal(err)
 		}
 		snap = waitFor(t, o, target, 30*time.Second, "a new meta leader", func(s *Snapshot) bool {
@@ -327,8 +328,8 @@ func TestObserveInOperatorMode(t *testing.T) {
 		// A timeout does not say the removal failed (see RemovePeer): ask
 		// again until it is done or the server is no longer a member.
 		for attempt := 1; ; attempt++ {
-			err := sys.RemovePeer(context.Background(), gone)
-			if err == nil || errors.Is(err, ErrNotMember) {
+			err := act.RemovePeer(context.Background(), sys, gone)
+			if err == nil || errors.Is(err, act.ErrNotMember) {
 				t.Logf("RemovePeer(%s) done after %d attempts in %s: %v", gone, attempt, time.Since(start).Round(time.Millisecond), err)
 				break
 			}

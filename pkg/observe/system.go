@@ -20,12 +20,8 @@ import (
 // Subjects of the system account and the JetStream API used here (see
 // server/events.go and server/jetstream_api.go of nats-server).
 const (
-	subjectPing         = "$SYS.REQ.SERVER.PING." // + kind: STATSZ, IDZ, VARZ, JSZ, ...
-	subjectServerReload = "$SYS.REQ.SERVER.%s.RELOAD"
-	subjectServerIDZ    = "$SYS.REQ.SERVER.%s.IDZ"
-	subjectPeerRemove   = "$JS.API.SERVER.REMOVE"
-	subjectEvacuate     = "$JS.API.SERVER.EVACUATE"
-	subjectMetaStepDown = "$JS.API.META.LEADER.STEPDOWN"
+	subjectPing      = "$SYS.REQ.SERVER.PING." // + kind: STATSZ, IDZ, VARZ, JSZ, ...
+	subjectServerIDZ = "$SYS.REQ.SERVER.%s.IDZ"
 )
 
 // Fan-out request kinds (the last token of $SYS.REQ.SERVER.PING.<kind>).
@@ -44,25 +40,10 @@ var ErrNoSystemCredentials = errors.New("no system credentials")
 // ErrServerNotFound is returned when no server of the given name answered.
 var ErrServerNotFound = errors.New("server not found")
 
-// Errors of the JetStream API that callers act on (nats-server errors.json).
-var (
-	// ErrNotMember: the server is not (or no longer) a member of the meta
-	// group; after a RemovePeer that timed out, it means the removal is done.
-	ErrNotMember = errors.New("server is not a member of the meta group")
-	// ErrMemberChangeInProgress: another peer removal is being committed.
-	ErrMemberChangeInProgress = errors.New("a meta group member change is in progress")
-)
-
-// JetStream API error codes (err_code) mapped to the errors above.
-const (
-	errCodeNotMember              = 10044
-	errCodeMemberChangeInProgress = 10202
-)
-
 // SystemClient is a connection to a cluster's system account, for what only
-// $SYS can do: reload one server, remove a JetStream peer, make the meta
-// leader step down, evacuate a server's JetStream assets, and fan-out
-// requests. It connects to the pod addresses of the Target, never through
+// $SYS can answer: fan-out requests and server ids; pkg/act sends its
+// actions (reload, evacuate, remove peer, step down) through Request. It
+// connects to the pod addresses of the Target, never through
 // cluster DNS, and ignores servers discovered from INFO. It is safe for concurrent use; the Observer owns it.
 type SystemClient struct {
 	nc      *nats.Conn
@@ -289,20 +270,21 @@ type wireReply struct {
 	Server *ServerInfo     `json:"server"`
 	Data   json.RawMessage `json:"data"`
 	Statsz json.RawMessage `json:"statsz"`
-	Error  *wireAPIError   `json:"error"`
+	Error  *APIError       `json:"error"`
 	// IDZ replies are a bare ServerID.
 	Name string `json:"name"`
 	Host string `json:"host"`
 	ID   string `json:"id"`
 }
 
-type wireAPIError struct {
+// APIError is the error of a $SYS or JetStream API reply.
+type APIError struct {
 	Code        int    `json:"code"`
 	ErrCode     uint16 `json:"err_code"`
 	Description string `json:"description"`
 }
 
-func (e *wireAPIError) Error() string {
+func (e *APIError) Error() string {
 	if e.ErrCode != 0 {
 		return fmt.Sprintf("%s (code %d, err_code %d)", e.Description, e.Code, e.ErrCode)
 	}
@@ -428,129 +410,6 @@ func (c *SystemClient) ServerID(ctx context.Context, name string) (string, error
 	return f.Replies[0].Server.ID, nil
 }
 
-// ReloadRefusedError is returned by Reload when the server answered the
-// RELOAD with an error: its config was read and refused (an option that
-// cannot change at runtime, a config that does not parse). The server keeps
-// running its previous config. Errors of the transport (a timeout, no
-// responders, a closed connection) are returned as they are, never as a
-// ReloadRefusedError: they say nothing of the config.
-type ReloadRefusedError struct {
-	// Server is the name of the server that refused.
-	Server string
-	// Message is the server's error, e.g. "config reload not supported for
-	// decreasing jetstream max memory and store".
-	Message string
-}
-
-func (e *ReloadRefusedError) Error() string {
-	return fmt.Sprintf("server %s refused to reload its config: %s", e.Server, e.Message)
-}
-
-// Reload makes the named server reload its config ($SYS.REQ.SERVER.<id>.RELOAD).
-// A refusal by the server is a *ReloadRefusedError (use errors.As).
-func (c *SystemClient) Reload(ctx context.Context, name string) error {
-	id, err := c.ServerID(ctx, name)
-	if err != nil {
-		return err
-	}
-	b, err := c.request(ctx, fmt.Sprintf(subjectServerReload, id), nil)
-	if err != nil {
-		return fmt.Errorf("reloading server %s: %w", name, err)
-	}
-	var w wireReply
-	if err := json.Unmarshal(b, &w); err != nil {
-		return fmt.Errorf("reloading server %s: decoding $SYS reply: %w", name, err)
-	}
-	if w.Error != nil {
-		return &ReloadRefusedError{Server: name, Message: w.Error.Description}
-	}
-	if w.Server == nil || w.Server.Name != name {
-		got := ""
-		if w.Server != nil {
-			got = w.Server.Name
-		}
-		return fmt.Errorf("reloading server %s: answered by %q", name, got)
-	}
-	return nil
-}
-
-// jsResponse is the common shape of the JetStream API responses used here.
-type jsResponse struct {
-	Error   *wireAPIError `json:"error"`
-	Success bool          `json:"success"`
-}
-
-// RemovePeer removes the named server from the JetStream meta group
-// ($JS.API.SERVER.REMOVE); the server should be shut down for good first.
-// The meta leader answers only once the removal is committed, so a timeout
-// does not say it failed: observe the meta group and ask again. An error
-// wrapping ErrNotMember then means the server is already gone;
-// ErrMemberChangeInProgress means a removal is still being committed.
-func (c *SystemClient) RemovePeer(ctx context.Context, name string) error {
-	req, _ := json.Marshal(map[string]string{"peer": name})
-	return c.jsRequest(ctx, subjectPeerRemove, req, "removing JetStream peer "+name)
-}
-
-// Evacuate moves every JetStream stream and consumer replica off the named
-// server ($JS.API.SERVER.EVACUATE), before the server is shut down for good.
-// The meta leader, the only server that answers (it may be the named server
-// itself), gives every stream whose group has the server (or is converging
-// towards a group that has it) a replacement peer and excludes the server
-// from that group's placement, so it is not handed the stream back; the
-// stream's consumers follow it. An R1 stream is moved too: its one copy
-// migrates to the new peer, messages and consumer state with it.
-//
-// Evacuate returns once the new groups are proposed, before the data has
-// moved: callers observe the stream and consumer groups until none lists the
-// server and every replica is current. The server stays a member of the meta
-// group (RemovePeer, once it has stopped, takes it out), and it is not
-// cordoned: a stream created after the evacuation may be placed on it (with
-// nats-server 2.15.2, as the emptiest server, it usually is), so check the
-// groups again right before stopping it and evacuate again if one lists it.
-// Evacuating a server again succeeds and moves only what is still there. An
-// error wrapping ErrNotMember means no member of the meta group has the name.
-func (c *SystemClient) Evacuate(ctx context.Context, name string) error {
-	// The request names the server in "peer" (JSApiMetaServerEvacuateRequest);
-	// nats-server refuses unknown fields.
-	req, _ := json.Marshal(map[string]string{"peer": name})
-	return c.jsRequest(ctx, subjectEvacuate, req, "evacuating JetStream server "+name)
-}
-
-// StepDownMetaLeader makes the JetStream meta leader step down
-// ($JS.API.META.LEADER.STEPDOWN), preferring the named server as the next
-// leader when preferred is not empty.
-func (c *SystemClient) StepDownMetaLeader(ctx context.Context, preferred string) error {
-	var req []byte
-	if preferred != "" {
-		req, _ = json.Marshal(map[string]any{"placement": map[string]string{"preferred": preferred}})
-	}
-	return c.jsRequest(ctx, subjectMetaStepDown, req, "stepping down the meta leader")
-}
-
-func (c *SystemClient) jsRequest(ctx context.Context, subject string, req []byte, what string) error {
-	b, err := c.request(ctx, subject, req)
-	if err != nil {
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	var r jsResponse
-	if err := json.Unmarshal(b, &r); err != nil {
-		return fmt.Errorf("%s: decoding the response: %w", what, err)
-	}
-	if r.Error != nil {
-		switch r.Error.ErrCode {
-		case errCodeNotMember:
-			return fmt.Errorf("%s: %w: %w", what, ErrNotMember, r.Error)
-		case errCodeMemberChangeInProgress:
-			return fmt.Errorf("%s: %w: %w", what, ErrMemberChangeInProgress, r.Error)
-		}
-		return fmt.Errorf("%s: %w", what, r.Error)
-	}
-	if !r.Success {
-		return fmt.Errorf("%s: not successful", what)
-	}
-	return nil
-}
-
 // ready makes sure the connection works before a request goes out: a
 // request published just after its server went away (a restart) is lost
 // without an error, and the caller would wait the whole timeout for a reply
@@ -579,7 +438,11 @@ func (c *SystemClient) ready(ctx context.Context) error {
 	}
 }
 
-func (c *SystemClient) request(ctx context.Context, subject string, body []byte) ([]byte, error) {
+// Request sends one request on the system account connection and returns
+// the reply's payload (pkg/act sends its actions through it). It waits for
+// the connection to be ready first, and the reply at most the request
+// timeout.
+func (c *SystemClient) Request(ctx context.Context, subject string, body []byte) ([]byte, error) {
 	if err := c.ready(ctx); err != nil {
 		return nil, err
 	}

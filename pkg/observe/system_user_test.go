@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/nats-operator/nats-operator/internal/poll"
+	"github.com/nats-operator/nats-operator/pkg/act"
 	"github.com/nats-operator/nats-operator/pkg/render"
 	rt "github.com/nats-operator/nats-operator/pkg/render/rendertest"
 )
@@ -128,7 +129,7 @@ func TestSystemWithTheControllersSystemUser(t *testing.T) {
 		for i, l := range lc.Locals {
 			before[i] = configLoadTime(t, l)
 		}
-		if err := sys.Reload(ctx, "demo-1"); err != nil {
+		if err := act.Reload(ctx, sys, "demo-1"); err != nil {
 			t.Fatal(err)
 		}
 		for i, l := range lc.Locals {
@@ -150,9 +151,9 @@ func TestSystemWithTheControllersSystemUser(t *testing.T) {
 		editConfig(t, lc.ConfigFiles[i], func(m map[string]any) {
 			m["jetstream"].(map[string]any)["max_memory_store"] = 128 << 20
 		})
-		err := sys.Reload(ctx, "demo-1")
+		err := act.Reload(ctx, sys, "demo-1")
 		t.Logf("Reload after lowering max_memory_store: %v", err)
-		var refused *ReloadRefusedError
+		var refused *act.ReloadRefusedError
 		if !errors.As(err, &refused) {
 			t.Fatalf("Reload = %v; want a *ReloadRefusedError", err)
 		}
@@ -166,11 +167,11 @@ func TestSystemWithTheControllersSystemUser(t *testing.T) {
 		// Right after the start the meta group may have no leader yet: only
 		// the leader answers.
 		poll.Eventually(t, 30*time.Second, 200*time.Millisecond, "Evacuate(demo-2) accepted", func() error {
-			return sys.Evacuate(ctx, "demo-2")
+			return act.Evacuate(ctx, sys, "demo-2")
 		})
-		err := sys.Evacuate(ctx, "demo-9")
+		err := act.Evacuate(ctx, sys, "demo-9")
 		t.Logf("Evacuate(demo-9): %v", err)
-		if !errors.Is(err, ErrNotMember) {
+		if !errors.Is(err, act.ErrNotMember) {
 			t.Errorf("Evacuate(demo-9) = %v; want an error wrapping ErrNotMember", err)
 		}
 	})

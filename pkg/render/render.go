@@ -36,9 +36,20 @@ type Input struct {
 	// refuses one with it); nil renders no accounts block, the config of
 	// before the system user existed, byte for byte.
 	SystemUser *SystemUser
+	// FreshSystemUser is a system user the cluster does not have yet (a new
+	// Secret the controller would create), for a cluster without spec.auth
+	// and without SystemUser: Render renders it when no server has objects
+	// yet (a new cluster) or when the objects of some server change anyway,
+	// and says so in Output.FreshSystemUser; not for a cluster an older
+	// release made that has nothing to change, so an upgrade of the
+	// controller restarts and rewrites nothing. Ignored with spec.auth or
+	// SystemUser.
+	FreshSystemUser *SystemUser
 	// Running are the servers' existing objects, by ordinal (any order; a
-	// server without objects may be left out). They change no rendered
-	// content: when a server's existing objects equal the rendered ones apart
+	// server without objects may be left out; servers beyond spec.replicas,
+	// still being removed, may be given too). They change no rendered
+	// content but the FreshSystemUser choice and the route TLS default
+	// (RouteTLSMode): when a server's existing objects equal the rendered ones apart
 	// from the revisions, the revision they carry is kept (see "The
 	// revisions" in doc.go), so a server written by an older release is not
 	// restarted by a new way of computing revisions.
@@ -60,6 +71,10 @@ type RunningServer struct {
 	Ordinal int32
 	// Config is its ConfigMap's ConfigKey entry; nil without a ConfigMap.
 	Config []byte
+	// ConfigMap is its ConfigMap, when the caller has it: its data and
+	// labels are compared whole with the rendered one to say whether the
+	// server's objects change (FreshSystemUser); without it Config alone is.
+	ConfigMap *corev1.ConfigMap
 	// StatefulSet is its StatefulSet; nil without one.
 	StatefulSet *appsv1.StatefulSet
 }
@@ -88,6 +103,9 @@ type Output struct {
 	PodMonitor *unstructured.Unstructured
 	// Auth is the auth mode every server runs with.
 	Auth AuthMode
+	// FreshSystemUser says Input.FreshSystemUser was rendered: its Secret
+	// must be created before any object is written.
+	FreshSystemUser bool
 }
 
 // Server is one server's objects.
@@ -117,6 +135,9 @@ type Server struct {
 	// spec without the revision annotations, written in the pod template as
 	// AnnotationTemplateRevision; TemplateRevisionOf reads it back.
 	TemplateRevision string
+	// Running is what the server's existing objects run, read back as the
+	// planner classifies it; nil when it has no StatefulSet.
+	Running *Running
 	// configDigest is a digest of Config without the revision.
 	configDigest string
 }
@@ -141,11 +162,32 @@ func (a AuthMode) String() string {
 	return "operator " + a.Operator + " system account " + a.SystemAccount
 }
 
-// Render renders every object of in.Cluster. A trust that fails validation
-// gives a *TrustError; a spec that fails a check the CRD cannot make gives a
-// *SpecError; a spec it cannot render gives another error. On error
-// nothing is returned.
+// Render renders every object of in.Cluster, and reads back what its
+// servers' existing objects run (Server.Running). A trust that fails
+// validation gives a *TrustError; a spec that fails a check the CRD cannot
+// make gives a *SpecError; a spec it cannot render gives another error. On
+// error nothing is returned.
 func Render(in Input) (*Output, error) {
+	fresh := in.FreshSystemUser
+	in.FreshSystemUser = nil
+	out, err := renderObjects(in)
+	if err != nil {
+		return nil, err
+	}
+	if fresh != nil && in.SystemUser == nil && in.Cluster.Spec.Auth == nil && (!anyObjects(in.Running) || objectsChange(out, in.Running)) {
+		in.SystemUser = fresh
+		if out, err = renderObjects(in); err != nil {
+			return nil, err
+		}
+		out.FreshSystemUser = true
+	}
+	readRunning(out, in.Running)
+	return out, nil
+}
+
+// renderObjects renders every object of in.Cluster (Render without the
+// FreshSystemUser choice and Server.Running).
+func renderObjects(in Input) (*Output, error) {
 	nc := in.Cluster
 	if nc == nil {
 		return nil, errors.New("render: no NatsCluster")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/nats-operator/nats-operator/pkg/act"
 	"github.com/nats-operator/nats-operator/pkg/observe"
 	"github.com/nats-operator/nats-operator/pkg/render"
 	"github.com/nats-operator/nats-operator/pkg/render/rendertest"
@@ -293,7 +294,7 @@ func runReplace(t *testing.T, bin string, c replaceCase) replaceFindings {
 	// 1. Evacuate.
 	if c.evacuate {
 		t0 := time.Now()
-		f.evacuate = sys.Evacuate(ctx, replaced)
+		f.evacuate = act.Evacuate(ctx, sys, replaced)
 		f.evacuateAnswered = time.Since(t0)
 		f.evacuated = pollUntil(60*time.Second, func() bool {
 			f.evacuateDetail = assets.listing(servers[0], replaced)
@@ -312,7 +313,7 @@ func runReplace(t *testing.T, bin string, c replaceCase) replaceFindings {
 
 	// 2. The controller never stops the meta leader: step it down first.
 	if f.leaderBeforeStop = metaLeader(servers); f.leaderBeforeStop == replaced {
-		if err := sys.StepDownMetaLeader(ctx, "demo-0"); err != nil {
+		if err := act.StepDownMetaLeader(ctx, sys, "demo-0"); err != nil {
 			t.Fatalf("stepping %s down: %v", replaced, err)
 		}
 		if !pollUntil(20*time.Second, func() bool { l := metaLeader(servers); return l != "" && l != replaced }) {
@@ -328,7 +329,7 @@ func runReplace(t *testing.T, bin string, c replaceCase) replaceFindings {
 	// 4. RemovePeer.
 	if c.peerRemove {
 		t2 := time.Now()
-		f.remove = sys.RemovePeer(ctx, replaced)
+		f.remove = act.RemovePeer(ctx, sys, replaced)
 		f.removeAnswered = time.Since(t2)
 		f.removedAt = time.Now()
 		want := serverNames(others)

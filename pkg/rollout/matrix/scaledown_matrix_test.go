@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/nats-operator/nats-operator/pkg/act"
 	"github.com/nats-operator/nats-operator/pkg/observe"
 	"github.com/nats-operator/nats-operator/pkg/render"
 	"github.com/nats-operator/nats-operator/pkg/render/rendertest"
@@ -89,7 +90,7 @@ func TestScaleDownEvacuateAndPeerRemove(t *testing.T) {
 	// demo-4 leads the meta group.
 	f.leaderAtStart = metaLeader(servers)
 	if f.leaderAtStart != "demo-4" {
-		if err := sys.StepDownMetaLeader(ctx, "demo-4"); err != nil {
+		if err := act.StepDownMetaLeader(ctx, sys, "demo-4"); err != nil {
 			t.Fatalf("making demo-4 the meta leader: %v", err)
 		}
 		if !pollUntil(20*time.Second, func() bool { return metaLeader(servers) == "demo-4" }) {
@@ -99,9 +100,9 @@ func TestScaleDownEvacuateAndPeerRemove(t *testing.T) {
 
 	// Evacuate demo-4, twice in a row, from itself as the meta leader.
 	t0 := time.Now()
-	f.evacuate = sys.Evacuate(ctx, "demo-4")
+	f.evacuate = act.Evacuate(ctx, sys, "demo-4")
 	f.evacuateAnswered = time.Since(t0)
-	f.evacuateAgain = sys.Evacuate(ctx, "demo-4")
+	f.evacuateAgain = act.Evacuate(ctx, sys, "demo-4")
 	var detail string
 	f.evacuated = pollUntil(45*time.Second, func() bool {
 		detail = assets.offServer(servers[0], "demo-4")
@@ -113,23 +114,23 @@ func TestScaleDownEvacuateAndPeerRemove(t *testing.T) {
 	}
 	f.lost = assets.lost(servers[0])
 	f.placementAfter = assets.placements(servers[0])
-	f.evacuateDone = sys.Evacuate(ctx, "demo-4")
+	f.evacuateDone = act.Evacuate(ctx, sys, "demo-4")
 	f.stillOff = assets.offServer(servers[0], "demo-4")
-	f.evacuateUnknown = sys.Evacuate(ctx, "demo-9")
+	f.evacuateUnknown = act.Evacuate(ctx, sys, "demo-9")
 	f.evacuateServerField = rawJS(servers[0], "$JS.API.SERVER.EVACUATE", `{"server":"demo-4"}`)
 	f.metaLeaderDuringEvacuation = metaLeader(servers)
-	f.lateOnServer, f.lateCreated, f.lateReevacuated = placedAfterEvacuation(t, servers[0], "demo-4", func() error { return sys.Evacuate(ctx, "demo-4") })
+	f.lateOnServer, f.lateCreated, f.lateReevacuated = placedAfterEvacuation(t, servers[0], "demo-4", func() error { return act.Evacuate(ctx, sys, "demo-4") })
 
 	// Step demo-4 down, stop it, remove it.
 	// The controller prefers a server that stays (demo-3 leaves next).
-	f.stepDown = sys.StepDownMetaLeader(ctx, "demo-0")
+	f.stepDown = act.StepDownMetaLeader(ctx, sys, "demo-0")
 	pollUntil(20*time.Second, func() bool { l := metaLeader(servers[:4]); return l != "" && l != "demo-4" })
 	f.leaderAfterStepDown = metaLeader(servers[:4])
 	t1 := time.Now()
 	servers[4].stop()
 	f.stopTook = time.Since(t1)
 	t2 := time.Now()
-	f.remove = sys.RemovePeer(ctx, "demo-4")
+	f.remove = act.RemovePeer(ctx, sys, "demo-4")
 	f.removeAnswered = time.Since(t2)
 	f.removed = pollUntil(30*time.Second, func() bool {
 		peers, ok := metaPeers(servers[:4])
@@ -137,8 +138,8 @@ func TestScaleDownEvacuateAndPeerRemove(t *testing.T) {
 		return ok && len(peers) == 4 && !slices.Contains(peers, "demo-4")
 	})
 	f.removedAfter = time.Since(t2)
-	f.removeAgain = sys.RemovePeer(ctx, "demo-4")
-	f.evacuateRemoved = sys.Evacuate(ctx, "demo-4")
+	f.removeAgain = act.RemovePeer(ctx, sys, "demo-4")
+	f.evacuateRemoved = act.Evacuate(ctx, sys, "demo-4")
 	four := observeStage(servers[:4], false, &none, 20*time.Second)
 	f.settledWith4 = four.ok()
 	pollUntil(20*time.Second, func() bool {
@@ -148,7 +149,7 @@ func TestScaleDownEvacuateAndPeerRemove(t *testing.T) {
 
 	// demo-3: evacuate, then remove it while it runs.
 	t3 := time.Now()
-	f.evacuate3 = sys.Evacuate(ctx, "demo-3")
+	f.evacuate3 = act.Evacuate(ctx, sys, "demo-3")
 	f.evacuated3 = pollUntil(45*time.Second, func() bool {
 		detail = assets.offServer(servers[0], "demo-3")
 		return detail == ""
@@ -159,13 +160,13 @@ func TestScaleDownEvacuateAndPeerRemove(t *testing.T) {
 	}
 	// The controller never removes the meta leader: step down first.
 	if f.leaderBeforeRemove3 = metaLeader(servers[:4]); f.leaderBeforeRemove3 == "demo-3" {
-		if err := sys.StepDownMetaLeader(ctx, "demo-0"); err != nil {
+		if err := act.StepDownMetaLeader(ctx, sys, "demo-0"); err != nil {
 			t.Fatalf("stepping demo-3 down: %v", err)
 		}
 		pollUntil(20*time.Second, func() bool { l := metaLeader(servers[:4]); return l != "" && l != "demo-3" })
 	}
 	t4 := time.Now()
-	f.removeRunning = sys.RemovePeer(ctx, "demo-3")
+	f.removeRunning = act.RemovePeer(ctx, sys, "demo-3")
 	f.removeRunningAnswered = time.Since(t4)
 	f.removedRunning = pollUntil(30*time.Second, func() bool {
 		peers, ok := metaPeers(servers[:3])
@@ -281,7 +282,7 @@ func (f findings) assert(t *testing.T) {
 	if f.evacuateDone != nil || f.stillOff != "" {
 		t.Errorf("Evacuate(demo-4) once evacuated = %v (groups: %s), want success changing nothing", f.evacuateDone, orNone(f.stillOff))
 	}
-	if !errors.Is(f.evacuateUnknown, observe.ErrNotMember) {
+	if !errors.Is(f.evacuateUnknown, act.ErrNotMember) {
 		t.Errorf("Evacuate(demo-9) = %v, want ErrNotMember", f.evacuateUnknown)
 	}
 	if f.evacuateServerField == nil {
@@ -303,10 +304,10 @@ func (f findings) assert(t *testing.T) {
 	if f.remove != nil || !f.removed {
 		t.Errorf("RemovePeer(demo-4) after it stopped = %v, meta group %v; want success and 4 peers", f.remove, f.peersAfterRemove)
 	}
-	if !errors.Is(f.removeAgain, observe.ErrNotMember) {
+	if !errors.Is(f.removeAgain, act.ErrNotMember) {
 		t.Errorf("RemovePeer(demo-4) again = %v, want ErrNotMember", f.removeAgain)
 	}
-	if !errors.Is(f.evacuateRemoved, observe.ErrNotMember) {
+	if !errors.Is(f.evacuateRemoved, act.ErrNotMember) {
 		t.Errorf("Evacuate(demo-4) once removed = %v, want ErrNotMember", f.evacuateRemoved)
 	}
 	if !f.settledWith4 || f.writableWith4 != "" {
