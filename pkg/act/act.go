@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/nats-operator/nats-operator/pkg/observe"
+	"github.com/nats-operator/nats-operator/internal/natsapi"
 )
 
 // Subjects of the system account and the JetStream API used here (see
@@ -75,7 +75,7 @@ func Reload(ctx context.Context, c Conn, name string) error {
 		Server *struct {
 			Name string `json:"name"`
 		} `json:"server"`
-		Error *observe.APIError `json:"error"`
+		Error *natsapi.APIError `json:"error"`
 	}
 	if err := json.Unmarshal(b, &w); err != nil {
 		return fmt.Errorf("reloading server %s: decoding $SYS reply: %w", name, err)
@@ -147,7 +147,7 @@ func jsRequest(ctx context.Context, c Conn, subject string, req []byte, what str
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	var r struct {
-		Error   *observe.APIError `json:"error"`
+		Error   *natsapi.APIError `json:"error"`
 		Success bool              `json:"success"`
 	}
 	if err := json.Unmarshal(b, &r); err != nil {

@@ -15,6 +15,8 @@ import (
 
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats.go"
+
+	"github.com/nats-operator/nats-operator/internal/natsapi"
 )
 
 // Subjects of the system account and the JetStream API used here (see
@@ -267,28 +269,14 @@ type FanOut struct {
 
 // wireReply decodes any reply of the $SYS.REQ.SERVER.* family.
 type wireReply struct {
-	Server *ServerInfo     `json:"server"`
-	Data   json.RawMessage `json:"data"`
-	Statsz json.RawMessage `json:"statsz"`
-	Error  *APIError       `json:"error"`
+	Server *ServerInfo       `json:"server"`
+	Data   json.RawMessage   `json:"data"`
+	Statsz json.RawMessage   `json:"statsz"`
+	Error  *natsapi.APIError `json:"error"`
 	// IDZ replies are a bare ServerID.
 	Name string `json:"name"`
 	Host string `json:"host"`
 	ID   string `json:"id"`
-}
-
-// APIError is the error of a $SYS or JetStream API reply.
-type APIError struct {
-	Code        int    `json:"code"`
-	ErrCode     uint16 `json:"err_code"`
-	Description string `json:"description"`
-}
-
-func (e *APIError) Error() string {
-	if e.ErrCode != 0 {
-		return fmt.Sprintf("%s (code %d, err_code %d)", e.Description, e.Code, e.ErrCode)
-	}
-	return fmt.Sprintf("%s (code %d)", e.Description, e.Code)
 }
 
 // decodeReply decodes one $SYS reply.
