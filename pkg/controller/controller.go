@@ -257,6 +257,35 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	return nil
 }
 
+// DrainTimeout is how long a sync in flight when the controller is told to
+// stop (SIGTERM, lost leadership) may go on, so that the step it is taking
+// (a ConfigMap and its StatefulSet, a pod deleted after its template
+// changed) is finished, not cut in half; within the Deployment's
+// terminationGracePeriodSeconds (60).
+const DrainTimeout = 30 * time.Second
+
+// drainContext is the context of one sync: not cancelled when parent is,
+// but timeout after it; its values (the logger) are parent's.
+func drainContext(parent context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(parent))
+	var timer *time.Timer
+	var mu sync.Mutex
+	stop := context.AfterFunc(parent, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		timer = time.AfterFunc(timeout, cancel)
+	})
+	return ctx, func() {
+		stop()
+		mu.Lock()
+		if timer != nil {
+			timer.Stop()
+		}
+		mu.Unlock()
+		cancel()
+	}
+}
+
 func (c *Controller) runWorker(ctx context.Context) {
 	for c.processNextWorkItem(ctx) {
 	}
@@ -270,8 +299,9 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	defer c.queue.Done(key)
 
 	logger := klog.LoggerWithValues(klog.FromContext(ctx), "natscluster", key.String())
-	ctx = klog.NewContext(ctx, logger)
-	requeueAfter, err := c.sync(ctx, key)
+	syncCtx, cancel := drainContext(klog.NewContext(ctx, logger), DrainTimeout)
+	defer cancel()
+	requeueAfter, err := c.sync(syncCtx, key)
 	switch {
 	case err != nil:
 		utilruntime.HandleErrorWithContext(ctx, err, "Error syncing; requeuing for later retry", "objectReference", key)

@@ -141,15 +141,25 @@ func planInput(f *facts, out *render.Output, snap *observe.Snapshot, blocked *ro
 		Previous:    nc.Status.Rollout,
 		Annotations: nc.Annotations,
 		Paused:      nc.Spec.Rollout.Paused,
-		Now:         o.now,
-		Blocked:     blocked,
-		Deleting:    nc.DeletionTimestamp != nil,
+		// Accepted in so many words: writes of a group without a majority
+		// stop while its server restarts.
+		AcceptQuorumLoss: nc.Spec.Rollout.AcceptQuorumLoss,
+		Now:              o.now,
+		Blocked:          blocked,
+		Deleting:         nc.DeletionTimestamp != nil,
 		DeleteClaims: nc.Spec.JetStream != nil && nc.Spec.JetStream.VolumeClaimTemplate != nil &&
 			nc.Spec.JetStream.VolumeClaimTemplate.WhenDeleted == clusterv1beta1.ClaimDelete,
 		// Observed even when blocked: a cluster being deleted is released
 		// by the streams it holds.
 		Observation:   observation(snap),
 		ReloadTimeout: o.reloadTimeout,
+	}
+	// A server with objects that did not answer holds what is unknown,
+	// never nothing (deletion, reset-jetstream, data loss).
+	for _, so := range append(slices.Clone(f.servers), f.extra...) {
+		if srv, ok := snap.Server(so.name); so.statefulSet != nil && (!ok || !srv.Answered) {
+			in.Observation.Silent = append(in.Observation.Silent, so.name)
+		}
 	}
 	if out == nil {
 		return in

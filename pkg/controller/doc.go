@@ -39,7 +39,9 @@
 //  2. what it should be: rendered by pkg/render into render.Output, or, for
 //     a write decided here, a plan field set by decide;
 //  3. its writer: a func(ctx, *plan) error in writers() (write.go), with
-//     one create/correct/delete shape and writeError for a refusal;
+//     one create/correct/delete shape and writeError for a refusal; marked
+//     optional when the servers run without it, so that its failed write
+//     is ObjectsWritten=False WriteFailed and never stops a step;
 //  4. its events: the informer's handler in New (enqueueOwner when the
 //     cluster controls it, enqueueReferrers when the spec names it).
 //
@@ -55,7 +57,8 @@
 //
 // A new hold: pkg/rollout alone (the reason in pkg/apis constants.go, the
 // hold and its message in the planner, with planner tests; rollout.Notifies
-// when it needs the user). The controller reports it as it reports every
+// when it needs the user; the README's "What the controller will never do
+// without being told", which TestREADMENamesEveryHold checks). The controller reports it as it reports every
 // Decision; a fact the hold needs is gathered (above) and passed in
 // rollout.Input by planInput (decide.go).
 //

@@ -81,3 +81,12 @@ func copyFiles(t *render.TLSFiles) *render.TLSFiles {
 	c := *t
 	return &c
 }
+
+// serverNames are the names of the servers of the spec, in ordinal order.
+func (f *facts) serverNames() []string {
+	out := make([]string, len(f.servers))
+	for i, so := range f.servers {
+		out[i] = so.name
+	}
+	return out
+}

@@ -130,6 +130,15 @@ func (r *pacer) due(key string, now time.Time) bool {
 	if t, ok := r.last[key]; ok && now.Sub(t) < reloadResendEvery {
 		return false
 	}
+	// A key sent reloadResendEvery ago is due again whether remembered or
+	// not: forgetting it changes nothing, and keeps the map to the keys of
+	// the last reloadResendEvery (servers, revisions and clusters that are
+	// gone would otherwise stay forever).
+	for k, t := range r.last {
+		if now.Sub(t) >= reloadResendEvery {
+			delete(r.last, k)
+		}
+	}
 	r.last[key] = now
 	return true
 }

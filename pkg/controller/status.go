@@ -10,6 +10,7 @@ import (
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
 	"github.com/nats-operator/nats-operator/pkg/observe"
 	"github.com/nats-operator/nats-operator/pkg/render"
+	"github.com/nats-operator/nats-operator/pkg/rollout"
 )
 
 // readyCondition is Ready from the pods: all, a quorum, or fewer.
@@ -66,6 +67,7 @@ func (c *Controller) observedStatus(status *clusterv1beta1.NatsClusterStatus, f 
 		if nc.Spec.JetStream.VolumeClaimTemplate == nil {
 			status.JetStream.Store = clusterv1beta1.StoreEphemeral
 		}
+		status.JetStream.FaultTolerance = faultTolerance(snap, f.serverNames())
 	} else {
 		status.JetStream = nil
 	}
@@ -86,4 +88,19 @@ func (c *Controller) recordStartProblems(nc *clusterv1beta1.NatsCluster, servers
 		c.recorder.Eventf(nc, corev1.EventTypeWarning, clusterv1beta1.EventServerCannotStart,
 			"%s cannot start: %s; revert spec.version or fix the image (spec.image)", s.Name, s.StartProblem)
 	}
+}
+
+// faultTolerance is status.jetstream.faultTolerance: how many servers the
+// cluster can lose now (rollout.FaultTolerance); nil while not observed.
+func faultTolerance(snap *observe.Snapshot, servers []string) *clusterv1beta1.FaultTolerance {
+	n, least, ok := rollout.FaultTolerance(observation(snap), servers)
+	if !ok {
+		return nil
+	}
+	ft := &clusterv1beta1.FaultTolerance{Servers: int32(n)}
+	for _, g := range least {
+		ft.Groups = append(ft.Groups, clusterv1beta1.GroupFaultTolerance{Group: g.Group, Replicas: int32(len(g.Members)),
+			Current: int32(len(g.Current)), FaultTolerance: int32(g.Tolerates())})
+	}
+	return ft
 }

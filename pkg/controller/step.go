@@ -66,6 +66,15 @@ func (c *Controller) restart(ctx context.Context, p *plan, step *rollout.Step, w
 			"%s accepted the loss: restarting %s, whose JetStream store is not on a volume, destroys the only current copy of %s",
 			by, strings.Join(step.Servers, ", "), rollout.CountAssets(step.AcceptedLoss))
 	}
+	if len(step.QuorumLoss) > 0 {
+		by := clusterv1beta1.AnnotationForceStep
+		if !step.Forced {
+			by = "spec.rollout.acceptQuorumLoss"
+		}
+		c.recorder.Eventf(nc, corev1.EventTypeWarning, clusterv1beta1.EventQuorumLossAccepted,
+			"%s accepted it: while %s restarts, these Raft groups have no majority of current members and take no writes: %s",
+			by, strings.Join(step.Servers, ", "), describeGroups(step.QuorumLoss))
+	}
 	for _, name := range step.Servers {
 		i, ok := render.ServerOrdinal(nc.Name, name)
 		if !ok || int(i) >= len(p.facts.servers) {
@@ -158,4 +167,25 @@ func (c *Controller) recordHoldTransition(nc *clusterv1beta1.NatsCluster, old, c
 	case wasHold && !notify && cur != nil:
 		c.recorder.Eventf(nc, corev1.EventTypeNormal, cur.Reason, "%s ended: %s", old.Reason, cur.Message)
 	}
+}
+
+// describeGroups names up to rollout.MaxNamedStreams groups: "the meta
+// group, stream $G/ORDERS and 3 more".
+func describeGroups(groups []string) string {
+	shown := groups
+	if len(shown) > rollout.MaxNamedStreams {
+		shown = shown[:rollout.MaxNamedStreams]
+	}
+	names := make([]string, len(shown))
+	for i, g := range shown {
+		names[i] = g
+		if g == rollout.MetaGroup {
+			names[i] = "the JetStream meta group"
+		}
+	}
+	s := strings.Join(names, ", ")
+	if more := len(groups) - len(shown); more > 0 {
+		s += fmt.Sprintf(" and %d more", more)
+	}
+	return s
 }

@@ -3,7 +3,10 @@ package controller
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -115,10 +118,11 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		// The NatsCluster goes: no status to write.
 		return 0, c.releaseFinalizer(ctx, &p)
 	}
-	nc, refused, err := c.write(ctx, &p)
+	w, err := c.write(ctx, &p)
 	if err != nil {
 		return 0, err
 	}
+	nc, refused := w.nc, w.refused
 
 	// Report.
 	status := nc.Status.DeepCopy()
@@ -136,10 +140,32 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		c.setCondition(status, nc, clusterv1beta1.ConditionProgressing, metav1.ConditionFalse, clusterv1beta1.ReasonReconcileFailed, refused)
 		notify = true
 	}
+	if nc.DeletionTimestamp == nil {
+		c.objectsWritten(status, nc, w.failed)
+	}
 	c.metrics.recordDecision(key, decision, now.Time)
 	c.recordHoldTransition(nc, meta.FindStatusCondition(nc.Status.Conditions, clusterv1beta1.ConditionProgressing),
 		meta.FindStatusCondition(status.Conditions, clusterv1beta1.ConditionProgressing), notify)
-	return requeueAfter(decision, snap.Verdict, c.restRequeue), c.writeStatus(ctx, nc, status)
+	requeue := requeueAfter(decision, snap.Verdict, c.restRequeue)
+	if len(w.failed) > 0 {
+		requeue = min(requeue, heldRequeue)
+	}
+	return requeue, c.writeStatus(ctx, nc, status)
+}
+
+// objectsWritten sets ObjectsWritten from the optional writes that failed,
+// and emits a Warning Event when a failure starts or its words change.
+func (c *Controller) objectsWritten(status *clusterv1beta1.NatsClusterStatus, nc *clusterv1beta1.NatsCluster, failed []string) {
+	if len(failed) == 0 {
+		c.setCondition(status, nc, clusterv1beta1.ConditionObjectsWritten, metav1.ConditionTrue, clusterv1beta1.ReasonAllWritten,
+			"every supporting object is written")
+		return
+	}
+	msg := strings.Join(failed, "; ") + "; the servers' rollout goes on without them, and the writes are tried again every 30 s"
+	if prev := meta.FindStatusCondition(nc.Status.Conditions, clusterv1beta1.ConditionObjectsWritten); prev == nil || prev.Message != msg {
+		c.recorder.Event(nc, corev1.EventTypeWarning, clusterv1beta1.ReasonWriteFailed, msg)
+	}
+	c.setCondition(status, nc, clusterv1beta1.ConditionObjectsWritten, metav1.ConditionFalse, clusterv1beta1.ReasonWriteFailed, msg)
 }
 
 // decideOptions are the controller's settings for decide at now.

@@ -15,6 +15,7 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/klog/v2"
 
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
@@ -25,27 +26,57 @@ type writer struct {
 	// what it writes, for the doc map and the tests.
 	what  string
 	write func(ctx context.Context, p *plan) error
+	// optional: the servers run without it (they render nothing of it), so
+	// a failed write (a webhook timing out, a 5xx, a refusal) is reported
+	// in ObjectsWritten and the sync goes on to the servers and the step;
+	// a write the servers need ends the sync's writes.
+	optional bool
 }
 
 // writers are the supporting objects' writers, in the order they run: the
 // Secrets and the Certificate before anything that renders them.
 func (c *Controller) writers() []writer {
 	return []writer{
-		{"the system user Secret", c.createSystemUserSecret},
-		{"the generated route TLS Secrets", c.writeTLS},
-		{"the client Certificate (cert-manager)", c.writeCertificate},
-		{"the Services and the PodDisruptionBudget", c.ensureSharedObjects},
-		{"the NetworkPolicy", c.ensureNetworkPolicy},
-		{"the PodMonitor (prometheus-operator)", c.ensurePodMonitor},
+		{"the system user Secret", c.createSystemUserSecret, false},
+		{"the generated route TLS Secrets", c.writeTLS, false},
+		{"the client Certificate (cert-manager)", c.writeCertificate, true},
+		{"the Services and the PodDisruptionBudget", c.ensureSharedObjects, true},
+		{"the NetworkPolicy", c.ensureNetworkPolicy, true},
+		{"the PodMonitor (prometheus-operator)", c.ensurePodMonitor, true},
 	}
 }
 
-// write carries out what the plan allows. It returns the NatsCluster to
-// write status to (patched when the finalizer was added or annotations
-// were set or cleared) and, when the API server refused a write or an
-// object is in the way, the message for Progressing=False ReconcileFailed.
-// Any other error is retried.
-func (c *Controller) write(ctx context.Context, p *plan) (*clusterv1beta1.NatsCluster, string, error) {
+// optionalFailure says whether err of an optional writer is reported and
+// passed over: anything but an object in the way (ReconcileFailed, as for
+// every object) and a conflict or an object the cache has not seen yet
+// (retried at once).
+func optionalFailure(err error) bool {
+	var nce *notControlledError
+	return !errors.As(err, &nce) && !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err)
+}
+
+// writeResult is what write did that the report says.
+type writeResult struct {
+	// nc is the NatsCluster to write status to (patched when the finalizer
+	// was added or annotations were set or cleared).
+	nc *clusterv1beta1.NatsCluster
+	// refused is, when the API server refused a write or an object is in
+	// the way, the message for Progressing=False ReconcileFailed.
+	refused string
+	// failed are the optional writes that failed, each "<what>: <the API
+	// server's words>", for ObjectsWritten.
+	failed []string
+}
+
+// write carries out what the plan allows (see writeResult). Any other
+// error is retried.
+func (c *Controller) write(ctx context.Context, p *plan) (writeResult, error) {
+	var failed []string
+	nc, refused, err := c.writeAll(ctx, p, &failed)
+	return writeResult{nc: nc, refused: refused, failed: failed}, err
+}
+
+func (c *Controller) writeAll(ctx context.Context, p *plan, failed *[]string) (*clusterv1beta1.NatsCluster, string, error) {
 	nc, d := p.facts.nc, p.decision
 	if nc.DeletionTimestamp != nil {
 		// Being deleted: the planner creates and steps nothing, and nothing
@@ -77,7 +108,13 @@ func (c *Controller) write(ctx context.Context, p *plan) (*clusterv1beta1.NatsCl
 		return "", err
 	}
 	for _, w := range c.writers() {
-		if err := w.write(ctx, p); err != nil {
+		err := w.write(ctx, p)
+		switch {
+		case err == nil:
+		case w.optional && optionalFailure(err):
+			klog.FromContext(ctx).V(2).Info("An optional object could not be written; the servers go on", "what", w.what, "err", err)
+			*failed = append(*failed, w.what+": "+err.Error())
+		default:
 			msg, err := refused(err)
 			return nc, msg, err
 		}

@@ -3,12 +3,14 @@ package controller
 import (
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -223,5 +225,85 @@ func TestARefusedWriteIsReportedWithTheAPIServersWordsAndFixingTheSpecProceeds(t
 				t.Errorf("Events after the fix (type, reason) (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// webhookTimeout is the error the API server returns when a validating
+// webhook of NetworkPolicies does not answer in time.
+var webhookTimeout = apierrors.NewInternalError(errors.New(`failed calling webhook "policy.example.com": failed to call webhook: Post "https://policy.example.svc:443/validate?timeout=10s": context deadline exceeded`))
+
+// A supporting object the servers do not need (here the NetworkPolicy,
+// whose create times out in a webhook) never stops a step: the version
+// revert restarts its server in the same sync, and ObjectsWritten says
+// False WriteFailed with the API server's words, with one Warning Event.
+// Once the webhook answers, the next sync writes it and ObjectsWritten is
+// True again.
+func TestAFailingOptionalObjectIsReportedAndDoesNotStopTheStep(t *testing.T) {
+	old := rt.NewCluster("nats", "demo", rt.Version("2.15.99"))
+	secret, err := newSystemUserSecret(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outOld := withSystemUser(t, old, secret)
+	// The revert: back to 2.15.2.
+	nc := rt.NewCluster("nats", "demo")
+	nc.Status.Config = &clusterv1beta1.ConfigStatus{Revision: outOld.Revision, AppliedBy: clusterv1beta1.AppliedByRestart}
+	var objs []runtime.Object
+	for _, o := range running(t, outOld) {
+		if _, np := o.(*networkingv1.NetworkPolicy); !np {
+			objs = append(objs, o)
+		}
+	}
+	f := newFixture(t, nc, append(objs, secret)...)
+	f.snap = settled(outOld, outOld.Revision)
+	f.kubeReactors = []kubeReactor{{verb: "create", resource: "networkpolicies", fn: func(core.Action) (bool, runtime.Object, error) {
+		return true, nil, webhookTimeout
+	}}}
+	acts := f.sync()
+	want := []string{"create networkpolicies demo", "update configmaps demo-2-config", "update statefulsets demo-2", "delete pods demo-2-0", "update natsclusters/status demo"}
+	if diff := cmp.Diff(want, describe(acts)); diff != "" {
+		t.Errorf("writes (-want +got):\n%s", diff)
+	}
+	st := writtenStatus(acts)
+	if st == nil {
+		t.Fatal("no status written")
+	}
+	if p := meta.FindStatusCondition(st.Status.Conditions, clusterv1beta1.ConditionProgressing); p == nil || p.Reason != clusterv1beta1.ReasonRollingRestart {
+		t.Errorf("Progressing = %+v, want RollingRestart", p)
+	}
+	ow := meta.FindStatusCondition(st.Status.Conditions, clusterv1beta1.ConditionObjectsWritten)
+	if ow == nil || ow.Status != metav1.ConditionFalse || ow.Reason != clusterv1beta1.ReasonWriteFailed {
+		t.Fatalf("ObjectsWritten = %+v, want False WriteFailed", ow)
+	}
+	for _, w := range []string{"the NetworkPolicy: ", webhookTimeout.Error(), "the servers' rollout goes on"} {
+		if !strings.Contains(ow.Message, w) {
+			t.Errorf("ObjectsWritten's message does not carry %q: %s", w, ow.Message)
+		}
+	}
+	var warnings []string
+	for _, e := range events(f.recorder) {
+		if strings.HasPrefix(e, "Warning ") {
+			warnings = append(warnings, e)
+		}
+	}
+	if diff := cmp.Diff([]string{"Warning " + clusterv1beta1.ReasonWriteFailed + " " + ow.Message}, warnings); diff != "" {
+		t.Errorf("Warning Events (-want +got):\n%s", diff)
+	}
+
+	// The webhook answers again: the NetworkPolicy is created, and
+	// ObjectsWritten is True.
+	f.keepObjects()
+	f.nc = st.DeepCopy()
+	f.kubeReactors = nil
+	acts = f.sync()
+	if !slices.Contains(describe(acts), "create networkpolicies demo") {
+		t.Errorf("the NetworkPolicy was not created once the webhook answered: %v", describe(acts))
+	}
+	st = writtenStatus(acts)
+	if st == nil {
+		t.Fatal("no status written after the webhook answered")
+	}
+	if ow := meta.FindStatusCondition(st.Status.Conditions, clusterv1beta1.ConditionObjectsWritten); ow == nil || ow.Status != metav1.ConditionTrue {
+		t.Errorf("ObjectsWritten = %+v, want True", ow)
 	}
 }

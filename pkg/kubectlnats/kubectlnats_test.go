@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
 	"github.com/nats-operator/nats-operator/pkg/rollout"
@@ -194,5 +195,30 @@ func TestVerdictMatchesThePlannerOnEveryTableCase(t *testing.T) {
 				t.Errorf("the planner creates %v, plan names %v", d.Create, v.Servers)
 			}
 		})
+	}
+}
+
+// status shows how many servers the cluster can lose now, and which groups
+// limit it, from status.jetstream.faultTolerance.
+func TestStatusShowsTheFaultTolerance(t *testing.T) {
+	v := &StatusView{Cluster: "demo", JetStream: &clusterv1beta1.JetStreamStatus{FaultTolerance: &clusterv1beta1.FaultTolerance{
+		Servers: 0,
+		Groups: []clusterv1beta1.GroupFaultTolerance{
+			{Group: "stream $G/ORDERS", Replicas: 2, Current: 2, FaultTolerance: 0},
+			{Group: "meta", Replicas: 3, Current: 3, FaultTolerance: 1},
+		},
+	}}}
+	var out bytes.Buffer
+	printStatus(&out, v, time.Now())
+	want := "tolerates    0 servers down: stream $G/ORDERS R2 (2 of 2 current) tolerates 0;\n" +
+		"             meta R3 (3 of 3 current) tolerates 1\n"
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("status screen:\n%s\nwant the lines\n%s", out.String(), want)
+	}
+	v.JetStream.FaultTolerance = &clusterv1beta1.FaultTolerance{Servers: 1}
+	out.Reset()
+	printStatus(&out, v, time.Now())
+	if !strings.Contains(out.String(), "tolerates    1 server down\n") {
+		t.Errorf("status screen:\n%s\nwant \"tolerates    1 server down\"", out.String())
 	}
 }

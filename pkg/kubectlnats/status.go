@@ -252,6 +252,9 @@ func printStatus(w io.Writer, v *StatusView, now time.Time) {
 			fmt.Fprintf(w, "  cannot start: %s\n", wrap(s.StartProblem, 62, "                "))
 		}
 	}
+	if js := v.JetStream; js != nil && js.FaultTolerance != nil {
+		fmt.Fprintf(w, "tolerates    %s\n", wrap(describeFaultTolerance(js.FaultTolerance), 66, strings.Repeat(" ", 13)))
+	}
 	if !v.Observed {
 		fmt.Fprintln(w, "(META, ROUTES, CATCHING UP come from the servers' monitoring ports, not\n reachable from here; the rest is the NatsCluster's status)")
 	}
@@ -298,4 +301,22 @@ func printStatus(w io.Writer, v *StatusView, now time.Time) {
 // False with a reason other than up to date.
 func isHold(c *metav1.Condition) bool {
 	return c.Status == metav1.ConditionFalse && c.Reason != clusterv1beta1.ReasonUpToDate
+}
+
+// describeFaultTolerance: "0 servers down: stream $G/ORDERS R2 (2 of 2
+// current) tolerates 0; meta R3 (3 of 3 current) tolerates 1".
+func describeFaultTolerance(ft *clusterv1beta1.FaultTolerance) string {
+	unit := "servers"
+	if ft.Servers == 1 {
+		unit = "server"
+	}
+	line := fmt.Sprintf("%d %s down", ft.Servers, unit)
+	var parts []string
+	for _, g := range ft.Groups {
+		parts = append(parts, fmt.Sprintf("%s R%d (%d of %d current) tolerates %d", g.Group, g.Replicas, g.Current, g.Replicas, g.FaultTolerance))
+	}
+	if len(parts) > 0 {
+		line += ": " + strings.Join(parts, "; ")
+	}
+	return line
 }

@@ -3,6 +3,7 @@ package rollout
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -42,10 +43,22 @@ func (p *planner) lossOnRestart(s ServerState) []StreamRef {
 	return soleCopies(p.in.Observation.Assets, s.Name)
 }
 
+// hungOnEphemeral says s runs JetStream on an ephemeral store and its pod
+// exists with its container not failing, yet it does not answer: what its
+// store holds is unknown, and a restart empties it. (A server whose
+// container cannot start or keeps crashing has a StartProblem, and is
+// stepped by a version revert as before.)
+func (p *planner) hungOnEphemeral(s ServerState) bool {
+	return s.Created && s.EphemeralStore && s.Running.JetStream && s.PodExists && !s.Answered && s.StartProblem == ""
+}
+
 // dataLossHold holds before restarting target, which would destroy lost.
 func (p *planner) dataLossHold(target ServerState, lost []StreamRef) Decision {
 	gate := evaluateGate(p.in, p.servers)
 	msg := dataLossMessage(target.Name, lost)
+	if len(lost) == 0 {
+		msg = unknownLossMessage(target.Name)
+	}
 	return p.decision(Decision{
 		Hold:        &Hold{Reason: clusterv1beta1.ReasonDataLossOnRestart, Message: msg, WaitingFor: clusterv1beta1.AnnotationForceStep + "=" + target.Name},
 		Rollout:     p.rolloutStatus(p.current(gate), gate),
@@ -89,11 +102,38 @@ func dataLossMessage(server string, lost []StreamRef) string {
 		server, CountAssets(lost), clusterv1beta1.AnnotationForceStep, server)
 }
 
-// restartAllLossMessage is the hold of restart-all on an ephemeral store.
-func restartAllLossMessage(lost []StreamRef) string {
+// unknownLossMessage is the hold before restarting a hung server whose
+// store is not on a volume.
+func unknownLossMessage(server string) string {
+	return fmt.Sprintf("restarting %s may destroy the only current copy of streams or consumers: it does not answer, so what its JetStream store holds is unknown, "+
+		"and the store is not on a volume (no jetstream.volumeClaimTemplate); find out why it does not answer (its pod runs), or accept the loss with %s=%s",
+		server, clusterv1beta1.AnnotationForceStep, server)
+}
+
+// restartAllLossMessage is the hold of restart-all on an ephemeral store;
+// hung are servers that do not answer, whose stores hold what is unknown.
+func restartAllLossMessage(lost []StreamRef, hung []string) string {
+	what := CountAssets(lost)
+	switch {
+	case len(lost) == 0:
+		what = "what the stores of " + strings.Join(hung, ", ") + " hold (unknown: they do not answer)"
+	case len(hung) > 0:
+		what += ", and what the stores of " + strings.Join(hung, ", ") + " hold (unknown: they do not answer)"
+	}
 	return fmt.Sprintf("restarting every server together would destroy %s: the JetStream store is not on a volume (no jetstream.volumeClaimTemplate); "+
 		"add a volumeClaimTemplate first, or accept the loss with %s=%s",
-		CountAssets(lost), clusterv1beta1.AnnotationRestartAll, clusterv1beta1.RestartAllResetJetStream)
+		what, clusterv1beta1.AnnotationRestartAll, clusterv1beta1.RestartAllResetJetStream)
+}
+
+// hungServers are the servers hungOnEphemeral.
+func (p *planner) hungServers() []string {
+	var out []string
+	for _, s := range p.servers {
+		if p.hungOnEphemeral(s) {
+			out = append(out, s.Name)
+		}
+	}
+	return out
 }
 
 // CountAssets says how many streams and consumers there are and names them:

@@ -14,8 +14,10 @@ import (
 // garbage collector would then delete every server with them:
 //
 //	force-delete set ────────────────────────> ReleaseFinalizer
-//	observed, no streams ────────────────────> ReleaseFinalizer
-//	observed with streams, or not observed ──> Hold Deleting (False), naming
+//	observed, every server with objects
+//	answered, no streams ────────────────────> ReleaseFinalizer
+//	streams, or some unknown (not observed,
+//	or a server silent) ─────────────────────> Hold Deleting (False), naming
 //	                                           the streams or why they are unknown
 //
 // Never a step, and no server is created: a cluster being deleted only
@@ -31,7 +33,7 @@ func deleting(in *Input) Decision {
 		})
 	}
 	obs := in.Observation
-	if obs.Observed && len(obs.Streams) == 0 {
+	if obs.streamsKnown() && len(obs.Streams) == 0 {
 		return finish(Decision{
 			ReleaseFinalizer: true,
 			DeleteClaims:     in.DeleteClaims,
@@ -55,15 +57,15 @@ func deleting(in *Input) Decision {
 // (<why>)" in place of the streams.
 func deletingMessage(cluster string, obs Observation, deleteClaims bool) string {
 	what := ""
-	if obs.Observed {
+	switch {
+	case obs.Observed && len(obs.Streams) > 0:
 		streams := sortedStreams(obs.Streams)
 		what = fmt.Sprintf("JetStream holds %d %s (%s)", len(streams), plural(len(streams), "stream", "streams"), nameStreams(streams))
-	} else {
-		why := obs.Settled.Message
-		if why == "" {
-			why = "the NATS cluster is not observed"
+		if !obs.streamsKnown() {
+			what += ", and maybe more (" + obs.unknownWhy() + ")"
 		}
-		what = fmt.Sprintf("cannot tell whether JetStream holds streams (%s)", why)
+	default:
+		what = fmt.Sprintf("cannot tell whether JetStream holds streams (%s)", obs.unknownWhy())
 	}
 	claims := "the claims are kept"
 	if deleteClaims {

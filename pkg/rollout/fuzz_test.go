@@ -3,6 +3,7 @@ package rollout
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -92,6 +93,23 @@ func fuzzInput(data []byte) Input {
 			in.Observation.MetaMembers = append(in.Observation.MetaMembers, fmt.Sprintf("demo-%d", i))
 		}
 	}
+	for _, m := range in.Observation.MetaMembers {
+		if r.next()%4 != 0 {
+			in.Observation.MetaCurrent = append(in.Observation.MetaCurrent, m)
+		}
+	}
+	for i := int(r.next() % 3); i > 0; i-- {
+		a := Asset{Account: GlobalAccount, Name: fmt.Sprintf("A%d", i)}
+		for j := int(r.next()%3) + 1; j > 0; j-- {
+			m := fmt.Sprintf("demo-%d", r.next()%8)
+			a.Members = append(a.Members, m)
+			if r.next()%4 != 0 {
+				a.Current = append(a.Current, m)
+			}
+		}
+		in.Observation.Assets = append(in.Observation.Assets, a)
+	}
+	in.AcceptQuorumLoss = r.next()%6 == 0
 	for i := int(r.next() % 9); i > 0; i-- {
 		in.Observation.Streams = append(in.Observation.Streams, StreamRef{Account: r.pick(GlobalAccount, appA), Name: fmt.Sprintf("S%d", r.next()%4)})
 	}
@@ -136,8 +154,12 @@ func FuzzPlan(f *testing.F) {
 		if d.Progressing.Reason == "" || d.Progressing.Type != clusterv1beta1.ConditionProgressing {
 			t.Fatalf("no Progressing reason: %s", toJSON(d))
 		}
-		if d.Step != nil && len(d.Step.Servers) == 0 {
-			t.Fatalf("a step with no servers: %s", toJSON(d))
+		if d.Step != nil {
+			payload := map[StepKind]bool{RestartOne: len(d.Step.Servers) == 1, RestartAll: len(d.Step.Servers) > 0,
+				Reload: d.Step.Reload != nil, RemoveServer: d.Step.Remove != nil, ExpandClaim: d.Step.Expand != nil}
+			if !payload[d.Step.Kind] {
+				t.Fatalf("a %s step without its payload: %s", d.Step.Kind, toJSON(d))
+			}
 		}
 		// The controller emits Events from Hold.Notify, and for the end of a
 		// hold from Notifies of the reason in status: they must agree. A
@@ -156,6 +178,15 @@ func FuzzPlan(f *testing.F) {
 		}
 		if len(in.ExtraServers) > 0 && in.Blocked == nil && !in.Deleting && (len(d.Create) > 0 || (d.Step != nil && (d.Step.Kind != RemoveServer || d.Step.Remove.Server != "demo-9"))) {
 			t.Fatalf("a scale-down took another step than removing demo-9, or created: %s", toJSON(d))
+		}
+		// A restart that leaves a Raft group with a majority without one is
+		// forced or accepted, and says which groups.
+		if d.Step != nil && d.Step.Kind == RestartOne {
+			for _, g := range replicatedGroups(in.Observation) {
+				if g.lostBy(d.Step.Servers[0]) && (!(d.Step.Forced || in.AcceptQuorumLoss) || !slices.Contains(d.Step.QuorumLoss, g.Group)) {
+					t.Fatalf("restarting %s stops %s, not accepted or not said: %s", d.Step.Servers[0], g.Group, toJSON(d))
+				}
+			}
 		}
 		if again := Plan(in); !reflect.DeepEqual(again, d) {
 			t.Fatalf("Plan is not deterministic:\n%s\nvs\n%s", toJSON(d), toJSON(again))

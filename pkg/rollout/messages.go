@@ -102,7 +102,7 @@ func splitWhy(changes []Change) string {
 // cluster.nats-operator.io/restart-all to restart demo-2, demo-1, demo-0
 // together, or recreate it", and, when streams would be left behind, what to
 // back up and the value that accepts it.
-func heldMessage(changes []Change, split bool, servers []string, leavesStreams, streamsKnown bool, streams []StreamRef, restartAllSet bool) string {
+func heldMessage(changes []Change, split bool, servers []string, leavesStreams bool, unknown string, streams []StreamRef, restartAllSet bool) string {
 	var b strings.Builder
 	var what []string
 	for _, c := range changes {
@@ -120,11 +120,15 @@ func heldMessage(changes []Change, split bool, servers []string, leavesStreams, 
 		b.WriteString("; JetStream keeps its streams and messages through this change")
 	}
 	if leavesStreams {
-		if streamsKnown {
+		switch {
+		case unknown == "":
 			fmt.Fprintf(&b, "; JetStream will start empty because the system account changes; %d %s would be left behind (%s)",
 				len(streams), plural(len(streams), "stream", "streams"), describeStreams(streams))
-		} else {
-			b.WriteString("; JetStream will start empty because the system account changes, and the streams it holds are unknown (the NATS cluster is not observed)")
+		case len(streams) > 0:
+			fmt.Fprintf(&b, "; JetStream will start empty because the system account changes; %d %s would be left behind (%s), and maybe more (%s)",
+				len(streams), plural(len(streams), "stream", "streams"), describeStreams(streams), unknown)
+		default:
+			fmt.Fprintf(&b, "; JetStream will start empty because the system account changes, and the streams it holds are unknown (%s)", unknown)
 		}
 		fmt.Fprintf(&b, ": back them up, then annotate %s=%s", clusterv1beta1.AnnotationRestartAll, clusterv1beta1.RestartAllResetJetStream)
 		if restartAllSet {

@@ -71,7 +71,9 @@ package rollout
 //   - streams unknown (the observation failed) are treated as present: a
 //     change that resets JetStream needs restart-all=reset-jetstream;
 //   - a restart that would destroy the only current copy of a stream (no
-//     volume) holds with DataLossOnRestart (dataloss.go); a down server is
+//     volume) holds with DataLossOnRestart (dataloss.go), one that would
+//     leave a Raft group without a majority of current members with
+//     QuorumLossOnRestart (quorum.go); a down server is
 //     stepped through a closed gate when the rest is settled (stuck.go);
 //   - restart-all or force-step with nothing left to act on are cleared
 //     (ClearAnnotations) on the way to UpToDate or the gate.
@@ -322,7 +324,7 @@ func (p *planner) heldTransition() (Decision, bool) {
 		split = split || effects[c.Kind].Splits
 	}
 	reset := p.resetsJetStream()
-	streamsKnown := p.in.Observation.Observed
+	streamsKnown := p.in.Observation.streamsKnown()
 	leavesStreams := reset && (!streamsKnown || len(p.in.Observation.Streams) > 0)
 	if !split && !leavesStreams {
 		return Decision{}, false
@@ -343,7 +345,11 @@ func (p *planner) heldTransition() (Decision, bool) {
 	if leavesStreams {
 		waitingFor += "=" + clusterv1beta1.RestartAllResetJetStream
 	}
-	msg := heldMessage(p.changes, split, p.allServersTogether(), leavesStreams, streamsKnown, streams, restartAll)
+	listed := streams
+	if !p.in.Observation.Observed {
+		listed = nil
+	}
+	msg := heldMessage(p.changes, split, p.allServersTogether(), leavesStreams, p.in.Observation.unknownWhy(), listed, restartAll)
 	return p.decision(Decision{
 		Hold: &Hold{Reason: reason, Message: msg, WaitingFor: waitingFor},
 		Rollout: &clusterv1beta1.RolloutStatus{
@@ -390,9 +396,9 @@ func (p *planner) restartAll() (Decision, bool) {
 
 func (p *planner) restartAllStep(reset bool, streams []StreamRef) Decision {
 	all := p.allServersTogether()
-	lost := p.restartAllLoss()
-	if value, _ := p.annotation(clusterv1beta1.AnnotationRestartAll); len(lost) > 0 && value != clusterv1beta1.RestartAllResetJetStream {
-		msg := restartAllLossMessage(lost)
+	lost, hung := p.restartAllLoss(), p.hungServers()
+	if value, _ := p.annotation(clusterv1beta1.AnnotationRestartAll); (len(lost) > 0 || len(hung) > 0) && value != clusterv1beta1.RestartAllResetJetStream {
+		msg := restartAllLossMessage(lost, hung)
 		return p.decision(Decision{
 			Hold: &Hold{Reason: clusterv1beta1.ReasonDataLossOnRestart, Message: msg,
 				WaitingFor: clusterv1beta1.AnnotationRestartAll + "=" + clusterv1beta1.RestartAllResetJetStream},
@@ -442,6 +448,7 @@ func (p *planner) forceStep() (Decision, bool) {
 	_, why := p.reloadable(target)
 	d := p.stepOne(target, rest, gate, true, why)
 	d.Step.AcceptedLoss = p.lossOnRestart(target)
+	d.Step.QuorumLoss = groupNames(p.quorumLoss(target))
 	return d, true
 }
 
@@ -459,7 +466,7 @@ func (p *planner) rollOne() Decision {
 	}
 	if !gate.open() {
 		if target, i, ok := p.downStep(); ok {
-			if lost := p.lossOnRestart(target); len(lost) > 0 {
+			if lost := p.lossOnRestart(target); len(lost) > 0 || p.hungOnEphemeral(target) {
 				return p.dataLossHold(target, lost)
 			}
 			rest := slices.Delete(slices.Clone(p.need), i, i+1)
@@ -478,7 +485,13 @@ func (p *planner) rollOne() Decision {
 	if lost := p.lossOnRestart(p.need[0]); len(lost) > 0 {
 		return p.dataLossHold(p.need[0], lost)
 	}
-	return p.stepOne(p.need[0], p.need[1:], gate, false, why)
+	lost := p.quorumLoss(p.need[0])
+	if len(lost) > 0 && !p.in.AcceptQuorumLoss {
+		return p.quorumHold(p.need[0], lost)
+	}
+	d := p.stepOne(p.need[0], p.need[1:], gate, false, why)
+	d.Step.QuorumLoss = groupNames(lost)
+	return d
 }
 
 // stepOne restarts one server; why is the restart reason
@@ -658,7 +671,7 @@ func finish(d Decision) Decision {
 		d.Hold.Notify = Notifies(d.Hold.Reason)
 	}
 	d.Soon = d.Step != nil || d.Progressing.Status == metav1.ConditionTrue ||
-		d.Progressing.Reason == clusterv1beta1.ReasonDataLossOnRestart
+		d.Progressing.Reason == clusterv1beta1.ReasonDataLossOnRestart || d.Progressing.Reason == clusterv1beta1.ReasonQuorumLossOnRestart
 	return d
 }
 

@@ -1,9 +1,11 @@
 package rollout
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -77,4 +79,46 @@ func TestREADMEChangeTable(t *testing.T) {
 		return
 	}
 	t.Errorf("README.md's change table differs from changes.go; run go test ./pkg/rollout -run TestREADMEChangeTable -update-readme\ngot:\n%s\nwant:\n%s", got, want)
+}
+
+// TestREADMENamesEveryHold: every hold that needs the user (Notifies) and
+// that a table case of the planner reaches is listed in the README's
+// section "What the controller will never do without being told".
+func TestREADMENamesEveryHold(t *testing.T) {
+	raw, err := os.ReadFile(readmePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const heading = "## What the controller will never do without being told"
+	readme := string(raw)
+	i := strings.Index(readme, heading)
+	if i < 0 {
+		t.Fatalf("README.md has no section %q", heading)
+	}
+	section := readme[i+len(heading):]
+	if j := strings.Index(section, "\n## "); j >= 0 {
+		section = section[:j]
+	}
+	b, err := os.ReadFile(filepath.Join("testdata", "table_cases.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases []TableCase
+	if err := json.Unmarshal(b, &cases); err != nil {
+		t.Fatal(err)
+	}
+	reasons := map[string]bool{}
+	for _, c := range cases {
+		if h := c.Decision.Hold; h != nil && h.Notify {
+			reasons[h.Reason] = true
+		}
+	}
+	if len(reasons) < 5 {
+		t.Fatalf("the table cases reach %d holds; the check would prove little", len(reasons))
+	}
+	for r := range reasons {
+		if !strings.Contains(section, "`"+r+"`") {
+			t.Errorf("the README's %q does not list the hold %s", heading, r)
+		}
+	}
 }

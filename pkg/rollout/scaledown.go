@@ -38,6 +38,9 @@ func (p *planner) scaleDown() (Decision, bool) {
 	if len(p.in.ExtraServers) == 0 {
 		return Decision{}, false
 	}
+	// A server of the spec not created yet waits for the scale-down to end:
+	// nothing is created while servers are removed (Decision.Create).
+	p.create = nil
 	extra := slices.Clone(p.in.ExtraServers)
 	slices.SortFunc(extra, func(a, b ServerState) int { return cmp.Compare(b.Ordinal, a.Ordinal) })
 	n := len(p.servers)

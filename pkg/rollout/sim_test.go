@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -53,8 +54,43 @@ type simCluster struct {
 	paused      bool
 	now         time.Time
 	streams     []StreamRef
-	obsFault    bool
-	revs        int
+	// groups are replicated streams (R2, R3) and their members; the meta
+	// group is every server that joined JetStream.
+	groups           []simGroup
+	acceptQuorumLoss bool
+	obsFault         bool
+	revs             int
+}
+
+type simGroup struct {
+	name    string
+	members []string
+}
+
+// current says whether a server's Raft groups are current: up, caught up,
+// in the meta group.
+func (s *simServer) current() bool { return s.down == 0 && s.lag == 0 && s.joinedJS }
+
+// currentOf are the group's current members.
+func (c *simCluster) currentOf(members []string) []string {
+	var out []string
+	for _, m := range members {
+		if c.server(m).current() {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// metaMembers are the servers that joined JetStream.
+func (c *simCluster) metaMembers() []string {
+	var out []string
+	for _, s := range c.servers {
+		if s.joinedJS {
+			out = append(out, s.name)
+		}
+	}
+	return out
 }
 
 func (c *simCluster) server(name string) *simServer {
@@ -107,6 +143,7 @@ func (c *simCluster) input() Input {
 		ConvergedRevision: c.converged,
 		Annotations:       maps(c.annotations),
 		Paused:            c.paused,
+		AcceptQuorumLoss:  c.acceptQuorumLoss,
 		Now:               metav1.NewTime(c.now),
 	}
 	if c.status != nil {
@@ -138,10 +175,10 @@ func (c *simCluster) input() Input {
 	if !c.split() {
 		in.Observation.MetaLeader = c.leader
 	}
-	for _, s := range c.servers {
-		if s.joinedJS {
-			in.Observation.MetaMembers = append(in.Observation.MetaMembers, s.name)
-		}
+	in.Observation.MetaMembers = c.metaMembers()
+	in.Observation.MetaCurrent = c.currentOf(in.Observation.MetaMembers)
+	for _, g := range c.groups {
+		in.Observation.Assets = append(in.Observation.Assets, Asset{Account: GlobalAccount, Name: g.name, Members: g.members, Current: c.currentOf(g.members)})
 	}
 	in.Observation.Streams = slices.Clone(c.streams)
 	return in
@@ -262,13 +299,21 @@ func TestSimulatedRollouts(t *testing.T) {
 	if testing.Short() {
 		runs = 1000
 	}
-	var upToDate, heldSeen, resets, forced int
+	var upToDate, heldSeen, quorumHeld, resets, forced int
 	for run := 0; run < runs; run++ {
 		rng := rand.New(rand.NewPCG(uint64(run), 0x5eed))
 		n := 1 + rng.IntN(7)
 		c := newSimCluster(rng, n)
 		if rng.IntN(2) == 0 {
 			c.streams = []StreamRef{{GlobalAccount, "ORDERS"}, {GlobalAccount, "EVENTS"}}
+			// Replicated: ORDERS R2 on two servers, EVENTS R3 on three.
+			perm := rng.Perm(n)
+			if n >= 2 && rng.IntN(2) == 0 {
+				c.groups = append(c.groups, simGroup{"ORDERS", []string{c.servers[perm[0]].name, c.servers[perm[1]].name}})
+			}
+			if n >= 3 {
+				c.groups = append(c.groups, simGroup{"EVENTS", []string{c.servers[perm[0]].name, c.servers[perm[1]].name, c.servers[perm[2]].name}})
+			}
 		}
 		// The change: mostly one that rolls, sometimes adding auth, sometimes
 		// another cluster name.
@@ -299,7 +344,7 @@ func TestSimulatedRollouts(t *testing.T) {
 			retargetAt = rng.IntN(40)
 		}
 		userActsAfter := 1 + rng.IntN(20)
-		heldFor := 0
+		heldFor, quorumHeldFor := 0, 0
 		lastWasUpToDate := false
 
 		for tick := 0; tick < 400; tick++ {
@@ -325,6 +370,19 @@ func TestSimulatedRollouts(t *testing.T) {
 						v = clusterv1beta1.RestartAllResetJetStream
 					}
 					c.annotations[clusterv1beta1.AnnotationRestartAll] = v
+				}
+			}
+			if d.Hold != nil && d.Hold.Reason == clusterv1beta1.ReasonQuorumLossOnRestart {
+				quorumHeld++
+				quorumHeldFor++
+				if quorumHeldFor >= userActsAfter {
+					// The user accepts: for this step, or for every step.
+					if rng.IntN(2) == 0 {
+						c.annotations[clusterv1beta1.AnnotationForceStep] = strings.TrimPrefix(d.Hold.WaitingFor, clusterv1beta1.AnnotationForceStep+"=")
+					} else {
+						c.acceptQuorumLoss = true
+					}
+					quorumHeldFor = 0
 				}
 			}
 			if d.Step != nil {
@@ -373,7 +431,11 @@ func TestSimulatedRollouts(t *testing.T) {
 		}
 		upToDate++
 	}
-	t.Logf("%d runs: %d up to date at the end, %d held ticks, %d JetStream resets accepted, %d forced steps", runs, upToDate, heldSeen, resets, forced)
+	t.Logf("%d runs: %d up to date at the end, %d held ticks, %d QuorumLossOnRestart ticks, %d JetStream resets accepted, %d forced steps",
+		runs, upToDate, heldSeen, quorumHeld, resets, forced)
+	if quorumHeld == 0 {
+		t.Errorf("no run held with QuorumLossOnRestart: the simulation does not reach the hold")
+	}
 }
 
 func (c *simCluster) allOnTarget() bool {
@@ -460,9 +522,50 @@ func checkTick(t *testing.T, c *simCluster, in Input, d Decision, where func() s
 		}
 		return
 	}
+	// No restart of one server, through an open or a closed gate, leaves a
+	// Raft group that has a majority of current members without one, unless
+	// force-step or acceptQuorumLoss accepts it (and the step says so).
+	if d.Step.Kind == RestartOne {
+		name := d.Step.Servers[0]
+		groups := append([]simGroup{{MetaGroup, c.metaMembers()}}, c.groups...)
+		for _, g := range groups {
+			if len(g.members) < 2 || !slices.Contains(g.members, name) {
+				continue
+			}
+			cur := c.currentOf(g.members)
+			left := len(cur)
+			if slices.Contains(cur, name) {
+				left--
+			}
+			quorum := len(g.members)/2 + 1
+			if len(cur) >= quorum && left < quorum {
+				accepted := d.Step.Forced || in.AcceptQuorumLoss
+				if !accepted {
+					t.Fatalf("restarting %s leaves %s without a majority (%d of %d current left), not accepted\n%s", name, g.name, left, len(g.members), where())
+				}
+				// (A step forced while nothing is observed cannot name them.)
+				if in.Observation.Observed && !slices.ContainsFunc(d.Step.QuorumLoss, func(q string) bool { return q == g.name || strings.HasSuffix(q, "/"+g.name) }) {
+					t.Fatalf("restarting %s leaves %s without a majority, accepted, but the step does not say so (%v)\n%s", name, g.name, d.Step.QuorumLoss, where())
+				}
+			}
+		}
+	}
 	if d.Step.Forced {
 		if c.annotations[clusterv1beta1.AnnotationForceStep] != d.Step.Servers[0] {
 			t.Fatalf("a forced step without force-step naming it\n%s", where())
+		}
+		return
+	}
+	// A down server is stepped through a closed gate only when it is down
+	// in the model's truth (not Ready) and current in no group, so the step
+	// lowers nothing (stuck.go).
+	if d.Step.Down {
+		s := c.server(d.Step.Servers[0])
+		if (s.down == 0 && !s.stuck && !s.podGone) || s.current() {
+			t.Fatalf("stepped %s as down, but it is Ready or current\n%s", s.name, where())
+		}
+		if c.paused {
+			t.Fatalf("stepped a down server while paused\n%s", where())
 		}
 		return
 	}

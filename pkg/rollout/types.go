@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -77,6 +78,11 @@ type Input struct {
 
 	// Paused is spec.rollout.paused.
 	Paused bool
+
+	// AcceptQuorumLoss is spec.rollout.acceptQuorumLoss: a restart that
+	// leaves a Raft group without a majority of current members goes
+	// without QuorumLossOnRestart (quorum.go).
+	AcceptQuorumLoss bool
 
 	// CanReload says the controller can send a server a config reload
 	// ($SYS.REQ.SERVER.<id>.RELOAD): it has system credentials
@@ -240,6 +246,32 @@ type Observation struct {
 	// Assets are the streams and consumers (KV and object store buckets are
 	// streams) with their members, from the Raft groups observed.
 	Assets []Asset
+	// Silent are the servers with objects (a StatefulSet) that did not
+	// answer: what they hold is unknown, never taken as nothing. Streams
+	// and Assets list only what answering servers report.
+	Silent []string
+}
+
+// streamsKnown says Streams lists every stream: the cluster was observed
+// and every server with objects answered.
+func (o *Observation) streamsKnown() bool { return o.Observed && len(o.Silent) == 0 }
+
+// unknownWhy says why the streams are not all known ("" when they are):
+// "the NATS cluster is not observed", or "demo-1, demo-2 did not answer:
+// streams on them are not listed".
+func (o *Observation) unknownWhy() string {
+	switch {
+	case !o.Observed:
+		if o.Settled.Message != "" {
+			return o.Settled.Message
+		}
+		return "the NATS cluster is not observed"
+	case len(o.Silent) == 1:
+		return o.Silent[0] + " did not answer: streams on it are not listed"
+	case len(o.Silent) > 1:
+		return strings.Join(o.Silent, ", ") + " did not answer: streams on them are not listed"
+	}
+	return ""
 }
 
 // Asset is a stream or consumer and where its copies are.
@@ -372,6 +404,10 @@ type Step struct {
 	// step destroys (a server without a volume), accepted by force-step or
 	// restart-all=reset-jetstream; the controller records them in an Event.
 	AcceptedLoss []StreamRef
+	// QuorumLoss are the Raft groups (GroupTolerance.Group) whose writes stop
+	// while the server restarts, accepted by force-step or
+	// spec.rollout.acceptQuorumLoss; the controller records them in an Event.
+	QuorumLoss []string
 }
 
 // Hold says why no step is taken while the rollout is not done.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -159,4 +160,114 @@ func TestDeletingAClusterHoldingStreamsWaitsForForceDelete(t *testing.T) {
 			t.Errorf("claim %s after the deletion: %v, want it kept", claim, err)
 		}
 	}
+}
+
+// claimUIDs returns the UID of every claim of the namespace by name.
+func claimUIDs(ctx context.Context, t *testing.T, s *framework.Stack) map[string]string {
+	t.Helper()
+	list, err := s.Kube.CoreV1().PersistentVolumeClaims(s.NS).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, c := range list.Items {
+		out[c.Name] = string(c.UID)
+	}
+	return out
+}
+
+// Servers that do not answer are unknown, not empty: with every server of
+// a cluster holding ORDERS hung (SIGSTOP: their pods run, nothing answers)
+// and whenDeleted: Delete, kubectl delete natscluster holds with Deleting
+// naming the servers that did not answer, and 60 s later the NatsCluster
+// and every claim are still there. Once the servers answer again the hold
+// names ORDERS.
+func TestDeletingAClusterWhoseServersAreSilentWaits(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	s := framework.Shared(ctx, t, nsDeletionSilent)
+	s.CreateNamespace(ctx, t, s.NS)
+	s.ApplyExample(ctx, t, s.NS, "natscluster-jetstream.yaml", func(o *unstructured.Unstructured) {
+		if o.GetKind() != "NatsCluster" {
+			return
+		}
+		_ = unstructured.SetNestedField(o.Object, "Delete", "spec", "jetstream", "volumeClaimTemplate", "whenDeleted")
+		// The liveness probe would restart a stopped server after 90 s;
+		// this test needs them silent for longer.
+		_ = unstructured.SetNestedSlice(o.Object, []any{map[string]any{"name": "nats", "livenessProbe": map[string]any{"failureThreshold": int64(40)}}},
+			"spec", "podTemplate", "spec", "containers")
+	})
+	s.WaitSettledUpToDate(ctx, t, s.NS, "demo", 4*time.Minute)
+	conn := framework.Connect(t, s.PodURLs(ctx, t, s.NS, "demo"))
+	js, err := jetstream.New(conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	publishN(ctx, t, js, "ORDERS", 3, 50)
+	conn.Close()
+	claims := claimUIDs(ctx, t, s)
+	if len(claims) != 3 {
+		t.Fatalf("claims %v, want 3", claims)
+	}
+
+	var stopped []int
+	for i := range servers {
+		pod := fmt.Sprintf("demo-%d-0", i)
+		pid := s.Node.ContainerPID(s.NS, pod, "nats")
+		if pid <= 0 {
+			t.Fatalf("no nats process for %s", pod)
+		}
+		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+			t.Fatalf("SIGSTOP %s (pid %d): %v", pod, pid, err)
+		}
+		stopped = append(stopped, pid)
+	}
+	resume := func() {
+		for _, pid := range stopped {
+			_ = syscall.Kill(pid, syscall.SIGCONT)
+		}
+		stopped = nil
+	}
+	t.Cleanup(resume)
+	poll.Eventually(t, 2*time.Minute, 250*time.Millisecond, "Settled=False ServersSilent", func() error {
+		nc, err := s.Cluster(ctx, s.NS, "demo")
+		if err != nil {
+			return err
+		}
+		return framework.CheckCondition(nc, clusterv1beta1.ConditionSettled, metav1.ConditionFalse, clusterv1beta1.ReasonServersSilent)
+	})
+	t.Logf("every server stopped (SIGSTOP): Settled=False ServersSilent")
+
+	deleteCluster(ctx, t, s, "demo")
+	nc := waitProgressing(ctx, t, s, s.NS, metav1.ConditionFalse, clusterv1beta1.ReasonDeleting, time.Minute)
+	msg := progressingMessage(nc)
+	t.Logf("held: %s", msg)
+	requireContains(t, "the Deleting hold", msg, "cannot tell whether JetStream holds streams (demo-0, demo-1, demo-2 did not answer",
+		"and their claims: spec.jetstream.volumeClaimTemplate.whenDeleted is Delete")
+	time.Sleep(quorumHeldFor)
+	nc, err = s.Cluster(ctx, s.NS, "demo")
+	if err != nil {
+		t.Fatalf("the NatsCluster went while its servers were silent: %v", err)
+	}
+	if got := claimUIDs(ctx, t, s); !equalMaps(got, claims) {
+		t.Fatalf("claims changed while the deletion was held: %v, before %v", got, claims)
+	}
+	t.Logf("held Deleting for %s with every server silent: the NatsCluster and its 3 claims are there (%s)", quorumHeldFor, framework.Conditions(nc))
+
+	resume()
+	poll.Eventually(t, 2*time.Minute, 250*time.Millisecond, "the hold to name ORDERS once the servers answer", func() error {
+		nc, err := s.Cluster(ctx, s.NS, "demo")
+		if err != nil {
+			return err
+		}
+		if m := progressingMessage(nc); !strings.Contains(m, "JetStream holds 1 stream ($G/ORDERS)") {
+			return fmt.Errorf("Progressing: %s", m)
+		}
+		return nil
+	})
+	if got := claimUIDs(ctx, t, s); !equalMaps(got, claims) {
+		t.Fatalf("claims changed: %v, before %v", got, claims)
+	}
+	t.Logf("the servers answer again: the deletion holds naming ORDERS; the claims are kept")
 }

@@ -26,4 +26,7 @@ var (
 	nsPlugin         = framework.SharedNamespace("plugin")
 	nsEphemeral      = framework.SharedNamespace("ephemeral")
 	nsPause          = framework.SharedNamespace("pause")
+	nsQuorum         = framework.SharedNamespace("quorum")
+	nsQuorumPair     = framework.SharedNamespace("quorum-pair")
+	nsDeletionSilent = framework.SharedNamespace("deletion-silent")
 )

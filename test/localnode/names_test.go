@@ -133,22 +133,32 @@ func TestPodsResolveEachOthersStableNamesThroughTheirOwnHostsFile(t *testing.T) 
 	})
 	t.Logf("three servers whose routes name each other by DNS name only are fully routed %s after creation", took.Round(time.Millisecond))
 
-	// nats-server logged each name with the address it resolved to.
-	for i := 0; i < 3; i++ {
-		log, err := os.ReadFile(node.LogPath(ns, fmt.Sprintf("dns-%d", i)))
+	// nats-server logged each name with the address it resolved to. Each
+	// form of name is resolved by at least one of the other two servers: a
+	// server whose peer's route arrived first stops soliciting its own
+	// route there, and may never log the attempt (seen on a loaded
+	// machine: dns-2 started last and connected to both before either
+	// tried dns-2.web again).
+	logs := make([]string, 3)
+	for i := range logs {
+		b, err := os.ReadFile(node.LogPath(ns, fmt.Sprintf("dns-%d", i)))
 		if err != nil {
 			t.Fatal(err)
 		}
-		for j, host := range []string{fqdn(0), fmt.Sprintf("dns-1.web.%s.svc", ns), "dns-2.web"} {
-			if j == i {
-				continue
+		logs[i] = string(b)
+	}
+	for j, host := range []string{fqdn(0), fmt.Sprintf("dns-1.web.%s.svc", ns), "dns-2.web"} {
+		line := fmt.Sprintf("Trying to connect to route on %s:6222 (%s:6222)", host, ip(j))
+		var by []string
+		for i := range logs {
+			if i != j && strings.Contains(logs[i], line) {
+				by = append(by, fmt.Sprintf("dns-%d", i))
 			}
-			line := fmt.Sprintf("Trying to connect to route on %s:6222 (%s:6222)", host, ip(j))
-			if !strings.Contains(string(log), line) {
-				t.Errorf("log of dns-%d lacks %q", i, line)
-			} else if i == 0 {
-				t.Logf("dns-0 log: %s", line)
-			}
+		}
+		if len(by) == 0 {
+			t.Errorf("no other server's log has %q", line)
+		} else {
+			t.Logf("logged by %v: %s", by, line)
 		}
 	}
 

@@ -46,8 +46,12 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &clusterv1beta1.EmbeddedObjectMetadataApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("Endpoints"):
 		return &clusterv1beta1.EndpointsApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("FaultTolerance"):
+		return &clusterv1beta1.FaultToleranceApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("Gate"):
 		return &clusterv1beta1.GateApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("GroupFaultTolerance"):
+		return &clusterv1beta1.GroupFaultToleranceApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("ImageSpec"):
 		return &clusterv1beta1.ImageSpecApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("IssuerRef"):

@@ -9,6 +9,19 @@ const (
 	ConditionSettled = "Settled"
 	// ConditionProgressing says whether a change is being rolled out or held.
 	ConditionProgressing = "Progressing"
+	// ConditionObjectsWritten says whether the supporting objects the
+	// servers do not need to run (the Services, the PodDisruptionBudget,
+	// the NetworkPolicy, the PodMonitor, the client Certificate) are
+	// written. A failed write is False WriteFailed with the API server's
+	// words; it never stops a step of the servers.
+	ConditionObjectsWritten = "ObjectsWritten"
+)
+
+// Reasons of the ObjectsWritten condition (WriteFailed is also the reason
+// of the Warning Event when a failure starts or changes).
+const (
+	ReasonAllWritten  = "AllWritten"
+	ReasonWriteFailed = "WriteFailed"
 )
 
 // Reasons of the Ready condition.
@@ -84,6 +97,12 @@ const (
 	// ReasonDataLossOnRestart: the next step would restart a server without
 	// a volume that holds the only current copy of a stream or consumer.
 	ReasonDataLossOnRestart = "DataLossOnRestart"
+	// ReasonQuorumLossOnRestart: the next step would restart a server whose
+	// absence leaves a Raft group (the JetStream meta group, an R2 stream or
+	// consumer) without a majority of current members, so its writes stop
+	// until the server is back. Released by force-step for one step, or by
+	// spec.rollout.acceptQuorumLoss for every step.
+	ReasonQuorumLossOnRestart = "QuorumLossOnRestart"
 	// ReasonDeleting (False) is a hold: the NatsCluster is being deleted
 	// while JetStream holds streams, or while the controller cannot tell
 	// whether it does. Its finalizer FinalizerStreams stays until the
@@ -114,6 +133,10 @@ const (
 	// EventDataLossAccepted names the streams and consumers a step destroyed
 	// because force-step (or restart-all=reset-jetstream) accepted it.
 	EventDataLossAccepted = "DataLossAccepted"
+	// EventQuorumLossAccepted names the Raft groups whose writes stop while
+	// a step's server restarts, because force-step or
+	// spec.rollout.acceptQuorumLoss accepted it.
+	EventQuorumLossAccepted = "QuorumLossAccepted"
 )
 
 // One-shot annotations, cleared by the controller once acted on.

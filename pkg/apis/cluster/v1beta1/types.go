@@ -369,6 +369,17 @@ type RolloutSpec struct {
 	// paused, when true, starts no further step; a step in flight completes.
 	// +optional
 	Paused bool `json:"paused,omitempty"`
+
+	// acceptQuorumLoss, when true, lets a restart go although the restarted
+	// server's absence leaves a Raft group without a majority of current
+	// members (the JetStream meta group of a 2-server cluster, an R2 stream
+	// or consumer): that group stops taking writes until the server is
+	// back. When false (the default) such a step holds with
+	// QuorumLossOnRestart, naming the groups, until force-step names the
+	// server. status.jetstream.faultTolerance says how many servers the
+	// cluster can lose now.
+	// +optional
+	AcceptQuorumLoss bool `json:"acceptQuorumLoss,omitempty"`
 }
 
 // NatsClusterStatus is what the controller last observed and did.
@@ -544,6 +555,47 @@ type JetStreamStatus struct {
 	// that holds the only current copy of a stream or consumer).
 	// +optional
 	Store JetStreamStore `json:"store,omitempty"`
+	// faultTolerance is how many servers the cluster can lose now with
+	// every replicated Raft group (the meta group, each stream and consumer
+	// of more than one replica) keeping a majority of current members; set
+	// while the cluster is observed.
+	// +optional
+	FaultTolerance *FaultTolerance `json:"faultTolerance,omitempty"`
+}
+
+// FaultTolerance is how many servers the cluster, and its least tolerant
+// Raft groups, can lose now.
+type FaultTolerance struct {
+	// servers is how many servers may stop with every replicated group
+	// still writable: the least of its groups' figures, 0 when a restart
+	// of some member stops a group's writes.
+	// +required
+	Servers int32 `json:"servers"`
+	// groups are the least tolerant groups (at most 5, lowest first, the
+	// meta group always among them), e.g. {group: "stream $G/ORDERS",
+	// replicas: 2, current: 2, faultTolerance: 0}.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=6
+	Groups []GroupFaultTolerance `json:"groups,omitempty"`
+}
+
+// GroupFaultTolerance is one Raft group's fault tolerance.
+type GroupFaultTolerance struct {
+	// group names it: "meta", "stream <account>/<name>" or "consumer
+	// <account>/<stream>/<name>".
+	// +required
+	Group string `json:"group"`
+	// replicas is how many servers hold a replica.
+	// +required
+	Replicas int32 `json:"replicas"`
+	// current is how many replicas are current in the leader's view.
+	// +required
+	Current int32 `json:"current"`
+	// faultTolerance is how many of its current members may stop with a
+	// majority left: current - (replicas/2 + 1), never below 0.
+	// +required
+	FaultTolerance int32 `json:"faultTolerance"`
 }
 
 // JetStreamStore is where a server's JetStream store lives.

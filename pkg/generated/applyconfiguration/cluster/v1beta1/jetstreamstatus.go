@@ -37,6 +37,11 @@ type JetStreamStatusApplyConfiguration struct {
 	// so a rollout holds with DataLossOnRestart before restarting a server
 	// that holds the only current copy of a stream or consumer).
 	Store *clusterv1beta1.JetStreamStore `json:"store,omitempty"`
+	// faultTolerance is how many servers the cluster can lose now with
+	// every replicated Raft group (the meta group, each stream and consumer
+	// of more than one replica) keeping a majority of current members; set
+	// while the cluster is observed.
+	FaultTolerance *FaultToleranceApplyConfiguration `json:"faultTolerance,omitempty"`
 }
 
 // JetStreamStatusApplyConfiguration constructs a declarative configuration of the JetStreamStatus type for use with
@@ -66,5 +71,13 @@ func (b *JetStreamStatusApplyConfiguration) WithLimits(value *JetStreamLimitsApp
 // If called multiple times, the Store field is set to the value of the last call.
 func (b *JetStreamStatusApplyConfiguration) WithStore(value clusterv1beta1.JetStreamStore) *JetStreamStatusApplyConfiguration {
 	b.Store = &value
+	return b
+}
+
+// WithFaultTolerance sets the FaultTolerance field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the FaultTolerance field is set to the value of the last call.
+func (b *JetStreamStatusApplyConfiguration) WithFaultTolerance(value *FaultToleranceApplyConfiguration) *JetStreamStatusApplyConfiguration {
+	b.FaultTolerance = value
 	return b
 }

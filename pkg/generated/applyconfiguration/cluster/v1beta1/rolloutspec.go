@@ -25,6 +25,15 @@ package v1beta1
 type RolloutSpecApplyConfiguration struct {
 	// paused, when true, starts no further step; a step in flight completes.
 	Paused *bool `json:"paused,omitempty"`
+	// acceptQuorumLoss, when true, lets a restart go although the restarted
+	// server's absence leaves a Raft group without a majority of current
+	// members (the JetStream meta group of a 2-server cluster, an R2 stream
+	// or consumer): that group stops taking writes until the server is
+	// back. When false (the default) such a step holds with
+	// QuorumLossOnRestart, naming the groups, until force-step names the
+	// server. status.jetstream.faultTolerance says how many servers the
+	// cluster can lose now.
+	AcceptQuorumLoss *bool `json:"acceptQuorumLoss,omitempty"`
 }
 
 // RolloutSpecApplyConfiguration constructs a declarative configuration of the RolloutSpec type for use with
@@ -38,5 +47,13 @@ func RolloutSpec() *RolloutSpecApplyConfiguration {
 // If called multiple times, the Paused field is set to the value of the last call.
 func (b *RolloutSpecApplyConfiguration) WithPaused(value bool) *RolloutSpecApplyConfiguration {
 	b.Paused = &value
+	return b
+}
+
+// WithAcceptQuorumLoss sets the AcceptQuorumLoss field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the AcceptQuorumLoss field is set to the value of the last call.
+func (b *RolloutSpecApplyConfiguration) WithAcceptQuorumLoss(value bool) *RolloutSpecApplyConfiguration {
+	b.AcceptQuorumLoss = &value
 	return b
 }
