@@ -76,7 +76,7 @@ func decide(f *facts, snap *observe.Snapshot, o decideOptions) plan {
 // fresh system user gather made is used (render.Input.FreshSystemUser);
 // when it is, its Secret goes into p, to be created first.
 func renderTarget(f *facts, o decideOptions, p *plan) (*render.Output, *rollout.Blocked) {
-	in := render.Input{Cluster: f.nc, Trust: f.trust, ControllerNamespace: o.controllerNamespace, TLS: f.tls, Running: f.running()}
+	in := render.Input{Cluster: f.nc, Trust: f.trust, ControllerNamespace: o.controllerNamespace, TLS: f.tls, Running: f.running(), Now: o.now.Time}
 	if f.systemUser != nil {
 		in.SystemUser = f.systemUser.render
 	}

@@ -143,6 +143,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	if nc.DeletionTimestamp == nil {
 		c.objectsWritten(status, nc, w.failed)
 	}
+	c.trustCurrent(status, nc, p.out)
 	c.metrics.recordDecision(key, decision, now.Time)
 	c.recordHoldTransition(nc, meta.FindStatusCondition(nc.Status.Conditions, clusterv1beta1.ConditionProgressing),
 		meta.FindStatusCondition(status.Conditions, clusterv1beta1.ConditionProgressing), notify)
@@ -220,4 +221,28 @@ func (c *Controller) writeStatus(ctx context.Context, nc *clusterv1beta1.NatsClu
 
 func (c *Controller) countWrite(resource, verb string) {
 	c.metrics.APIWrites.WithLabelValues(resource, verb).Inc()
+}
+
+// trustCurrent sets TrustCurrent from the JWTs render found expiring within
+// 7 days (with spec.auth, when the target rendered; without spec.auth the
+// condition goes), and emits a Warning Event when the warning starts or
+// its words change.
+func (c *Controller) trustCurrent(status *clusterv1beta1.NatsClusterStatus, nc *clusterv1beta1.NatsCluster, out *render.Output) {
+	if nc.Spec.Auth == nil {
+		meta.RemoveStatusCondition(&status.Conditions, clusterv1beta1.ConditionTrustCurrent)
+		return
+	}
+	if out == nil {
+		return // not rendered: Progressing says why (an expired JWT is TrustInvalid)
+	}
+	if len(out.TrustExpiring) == 0 {
+		c.setCondition(status, nc, clusterv1beta1.ConditionTrustCurrent, metav1.ConditionTrue, clusterv1beta1.ReasonJWTsCurrent,
+			"no JWT of the trust expires within 7 days")
+		return
+	}
+	msg := strings.Join(out.TrustExpiring, "; ")
+	if prev := meta.FindStatusCondition(nc.Status.Conditions, clusterv1beta1.ConditionTrustCurrent); prev == nil || prev.Message != msg {
+		c.recorder.Event(nc, corev1.EventTypeWarning, clusterv1beta1.ReasonJWTExpiresSoon, msg)
+	}
+	c.setCondition(status, nc, clusterv1beta1.ConditionTrustCurrent, metav1.ConditionFalse, clusterv1beta1.ReasonJWTExpiresSoon, msg)
 }

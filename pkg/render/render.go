@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"hash"
 	"maps"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -61,6 +62,10 @@ type Input struct {
 	// admits the monitoring port from it. Empty means
 	// DefaultControllerNamespace.
 	ControllerNamespace string
+	// Now is the time of the sync, for the validity window of the trust's
+	// JWTs (CheckJWTCurrent, Output.TrustExpiring): render never reads the
+	// clock. Zero skips those checks.
+	Now time.Time
 }
 
 // DefaultControllerNamespace is where the manifests install the controller.
@@ -106,6 +111,11 @@ type Output struct {
 	// FreshSystemUser says Input.FreshSystemUser was rendered: its Secret
 	// must be created before any object is written.
 	FreshSystemUser bool
+	// TrustExpiring are the JWTs of the trust that expire within
+	// TrustExpiresWithin of Input.Now, e.g. "NatsAccountTrust demo-app:
+	// spec.jwt expires at 2026-12-08T00:00:00Z, in 96h0m0s: issue a new one
+	// before then".
+	TrustExpiring []string
 }
 
 // Server is one server's objects.
@@ -207,12 +217,14 @@ func renderObjects(in Input) (*Output, error) {
 
 	var trust *validTrust
 	var auth AuthMode
+	var expiring []string
 	if nc.Spec.Auth != nil {
 		var err error
-		if trust, err = validateTrust(nc.Spec.Auth, in.Trust); err != nil {
+		if trust, err = validateTrust(nc.Spec.Auth, in.Trust, in.Now); err != nil {
 			return nil, err
 		}
 		auth = AuthMode{Operator: trust.operatorKey, SystemAccount: trust.systemAccount}
+		expiring = trust.expiring
 	} else if in.Trust != nil {
 		return nil, errors.New("render: a trust was given but spec.auth is absent")
 	}
@@ -234,6 +246,7 @@ func renderObjects(in Input) (*Output, error) {
 		PDB:             pdb(nc),
 		NetworkPolicy:   NetworkPolicy(nc, cmp.Or(in.ControllerNamespace, DefaultControllerNamespace)),
 		PodMonitor:      PodMonitor(nc),
+		TrustExpiring:   expiring,
 		Auth:            auth,
 	}
 

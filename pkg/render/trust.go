@@ -3,6 +3,7 @@ package render
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nkeys"
@@ -50,7 +51,35 @@ const (
 	CheckAccountSubjectIsPublicKey = "AccountSubjectIsPublicKey"
 	CheckAccountIssuedByOperator   = "AccountIssuedByOperator"
 	CheckAccountPreloadedOnce      = "AccountPreloadedOnce"
+	// CheckJWTCurrent runs on every JWT of the trust as it is decoded: not
+	// past its expiry (exp), not before its start (nbf), at Input.Now.
+	CheckJWTCurrent = "JWTCurrent"
 )
+
+// TrustExpiresWithin is how soon a JWT of the trust must expire for the
+// render to warn (Output.TrustExpiring).
+const TrustExpiresWithin = 7 * 24 * time.Hour
+
+// jwtTimes checks one JWT's validity window at now (zero: not checked). It
+// returns the failure for CheckJWTCurrent, or a warning when it expires
+// within TrustExpiresWithin, each to follow the JWT's name.
+func jwtTimes(c jwt.Claims, now time.Time) (problem, warning string) {
+	if now.IsZero() {
+		return "", ""
+	}
+	cd := c.Claims()
+	at := func(unix int64) string { return time.Unix(unix, 0).UTC().Format(time.RFC3339) }
+	switch {
+	case cd.Expires > 0 && now.Unix() >= cd.Expires:
+		return fmt.Sprintf("expired at %s (exp): issue a new one; nats-server does not trust an expired JWT", at(cd.Expires)), ""
+	case cd.NotBefore > 0 && now.Unix() < cd.NotBefore:
+		return fmt.Sprintf("is not valid before %s (nbf): apply it then, or issue one valid now", at(cd.NotBefore)), ""
+	case cd.Expires > 0 && time.Unix(cd.Expires, 0).Sub(now) < TrustExpiresWithin:
+		left := time.Unix(cd.Expires, 0).Sub(now).Round(time.Hour)
+		return "", fmt.Sprintf("expires at %s, in %s: issue a new one before then", at(cd.Expires), left)
+	}
+	return "", ""
+}
 
 // TrustError is a trust that cannot be rendered. The controller turns it
 // into Progressing=False with Reason and Message; nothing was rendered.
@@ -85,10 +114,14 @@ type validTrust struct {
 	// preload maps account public keys to their JWTs, the system account
 	// included.
 	preload map[string]string
+	// expiring are the warnings of JWTs that expire soon (jwtTimes).
+	expiring []string
 }
 
-// validateTrust runs the trust checks in order. auth is spec.auth (not nil).
-func validateTrust(auth *clusterv1beta1.AuthSpec, t *Trust) (*validTrust, error) {
+// validateTrust runs the trust checks in order at now. auth is spec.auth
+// (not nil).
+func validateTrust(auth *clusterv1beta1.AuthSpec, t *Trust, now time.Time) (*validTrust, error) {
+	var expiring []string
 	const opKind, accKind = "NatsOperatorTrust", "NatsAccountTrust"
 	opName := auth.TrustRef.Name
 	opErr := func(check, format string, args ...any) *TrustError {
@@ -110,6 +143,11 @@ func validateTrust(auth *clusterv1beta1.AuthSpec, t *Trust) (*validTrust, error)
 	if !nkeys.IsValidPublicOperatorKey(op.Subject) {
 		return nil, opErr(CheckOperatorJWTIsOperator, "spec.operatorJWT subject %q is not an operator public key", op.Subject)
 	}
+	if problem, warning := jwtTimes(op, now); problem != "" {
+		return nil, opErr(CheckJWTCurrent, "spec.operatorJWT %s", problem)
+	} else if warning != "" {
+		expiring = append(expiring, opKind+" "+opName+": spec.operatorJWT "+warning)
+	}
 
 	claims, err = jwt.Decode(t.SystemAccountJWT)
 	if err != nil {
@@ -118,6 +156,11 @@ func validateTrust(auth *clusterv1beta1.AuthSpec, t *Trust) (*validTrust, error)
 	sys, ok := claims.(*jwt.AccountClaims)
 	if !ok {
 		return nil, opErr(CheckSystemAccountJWTIsAccount, "spec.systemAccountJWT is a %s JWT, not an account JWT", claimKind(claims))
+	}
+	if problem, warning := jwtTimes(sys, now); problem != "" {
+		return nil, opErr(CheckJWTCurrent, "spec.systemAccountJWT %s", problem)
+	} else if warning != "" {
+		expiring = append(expiring, opKind+" "+opName+": spec.systemAccountJWT "+warning)
 	}
 	if msg := issuerProblem(op, sys); msg != "" {
 		return nil, opErr(CheckSystemAccountIssuedByOp, "system account %s %s", sys.Subject, msg)
@@ -167,6 +210,11 @@ func validateTrust(auth *clusterv1beta1.AuthSpec, t *Trust) (*validTrust, error)
 		if !ok {
 			return nil, accErr(CheckAccountJWTIsAccount, "spec.jwt is a %s JWT, not an account JWT", claimKind(claims))
 		}
+		if problem, warning := jwtTimes(acc, now); problem != "" {
+			return nil, accErr(CheckJWTCurrent, "spec.jwt %s", problem)
+		} else if warning != "" {
+			expiring = append(expiring, accKind+" "+name+": spec.jwt "+warning)
+		}
 		if acc.Subject != a.PublicKey {
 			return nil, accErr(CheckAccountSubjectIsPublicKey,
 				"spec.jwt is the JWT of account %s, not of spec.publicKey %s", acc.Subject, a.PublicKey)
@@ -180,6 +228,7 @@ func validateTrust(auth *clusterv1beta1.AuthSpec, t *Trust) (*validTrust, error)
 		seen[acc.Subject] = accKind + " " + name
 		v.preload[acc.Subject] = a.JWT
 	}
+	v.expiring = expiring
 	return v, nil
 }
 

@@ -2,8 +2,10 @@ package render_test
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nkeys"
@@ -254,5 +256,82 @@ func TestTrustWithoutAuthIsAnError(t *testing.T) {
 	var te *render.TrustError
 	if err == nil || errors.As(err, &te) {
 		t.Errorf("Render error = %v, want a plain error", err)
+	}
+}
+
+// The validity window of every JWT of the trust is checked at Input.Now:
+// past exp or before nbf is TrustInvalid (AccountTrustInvalid for an
+// account) with check JWTCurrent; expiring within 7 days renders, with a
+// warning in Output.TrustExpiring.
+func TestTrustJWTsAreCheckedAtTheTimeOfTheRender(t *testing.T) {
+	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	nc := rt.NewCluster("ns", "demo", rt.Auth("demo", "orders"))
+	reissue := func(t *testing.T, f *rt.Fixture, token string, edit func(*jwt.ClaimsData)) string {
+		t.Helper()
+		c, err := jwt.DecodeAccountClaims(token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		edit(&c.ClaimsData)
+		out, err := c.Encode(f.SigningKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name    string
+		edit    func(f *rt.Fixture, tr *render.Trust)
+		reason  string
+		message string
+		warning string
+	}{
+		{name: "an account JWT past its expiry", reason: clusterv1beta1.ReasonAccountTrustInvalid,
+			edit: func(f *rt.Fixture, tr *render.Trust) {
+				tr.Accounts[0].JWT = reissue(t, f, tr.Accounts[0].JWT, func(c *jwt.ClaimsData) { c.Expires = now.Add(-time.Hour).Unix() })
+			},
+			message: "NatsAccountTrust orders: check JWTCurrent failed: spec.jwt expired at 2026-12-03T11:00:00Z (exp): issue a new one; nats-server does not trust an expired JWT"},
+		{name: "a system account JWT not valid yet", reason: clusterv1beta1.ReasonTrustInvalid,
+			edit: func(f *rt.Fixture, tr *render.Trust) {
+				tr.SystemAccountJWT = reissue(t, f, tr.SystemAccountJWT, func(c *jwt.ClaimsData) { c.NotBefore = now.Add(48 * time.Hour).Unix() })
+			},
+			message: "NatsOperatorTrust demo: check JWTCurrent failed: spec.systemAccountJWT is not valid before 2026-12-05T12:00:00Z (nbf): apply it then, or issue one valid now"},
+		{name: "an account JWT expiring in 4 days renders with a warning",
+			edit: func(f *rt.Fixture, tr *render.Trust) {
+				tr.Accounts[0].JWT = reissue(t, f, tr.Accounts[0].JWT, func(c *jwt.ClaimsData) { c.Expires = now.Add(96 * time.Hour).Unix() })
+			},
+			warning: "NatsAccountTrust orders: spec.jwt expires at 2026-12-07T12:00:00Z, in 96h0m0s: issue a new one before then"},
+		{name: "an account JWT expiring in 8 days renders without one",
+			edit: func(f *rt.Fixture, tr *render.Trust) {
+				tr.Accounts[0].JWT = reissue(t, f, tr.Accounts[0].JWT, func(c *jwt.ClaimsData) { c.Expires = now.Add(8 * 24 * time.Hour).Unix() })
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := rt.NewTrust(t, rt.WithAccounts("orders"))
+			tr := f.Trust()
+			tc.edit(f, tr)
+			out, err := render.Render(render.Input{Cluster: nc, Trust: tr, Now: now})
+			if tc.reason != "" {
+				var te *render.TrustError
+				if !errors.As(err, &te) || te.Reason != tc.reason || te.Check != render.CheckJWTCurrent || te.Message != tc.message {
+					t.Fatalf("Render = %v (%+v); want %s %s %q", err, te, tc.reason, render.CheckJWTCurrent, tc.message)
+				}
+				// Without a time, the window is not checked.
+				if _, err := render.Render(render.Input{Cluster: nc, Trust: tr}); err != nil {
+					t.Errorf("Render without Now = %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []string
+			if tc.warning != "" {
+				want = []string{tc.warning}
+			}
+			if !slices.Equal(out.TrustExpiring, want) {
+				t.Errorf("TrustExpiring = %q; want %q", out.TrustExpiring, want)
+			}
+		})
 	}
 }

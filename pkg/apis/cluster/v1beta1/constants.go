@@ -15,6 +15,18 @@ const (
 	// written. A failed write is False WriteFailed with the API server's
 	// words; it never stops a step of the servers.
 	ConditionObjectsWritten = "ObjectsWritten"
+	// ConditionTrustCurrent (with spec.auth) says whether every JWT of the
+	// trust is valid for longer than 7 days: False JWTExpiresSoon names
+	// those that expire sooner. One past its expiry holds the cluster with
+	// Progressing=False TrustInvalid or AccountTrustInvalid.
+	ConditionTrustCurrent = "TrustCurrent"
+)
+
+// Reasons of the TrustCurrent condition (JWTExpiresSoon is also the reason
+// of the Warning Event when the warning starts or changes).
+const (
+	ReasonJWTsCurrent    = "JWTsCurrent"
+	ReasonJWTExpiresSoon = "JWTExpiresSoon"
 )
 
 // Reasons of the ObjectsWritten condition (WriteFailed is also the reason
