@@ -13,6 +13,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -127,18 +128,33 @@ func (g *gatherer) gatherGeneratedRouteTLS(ctx context.Context, f *facts, now ti
 		return nil, err
 	}
 	var ca pki.Pair
+	newCA := false
 	if caSecret != nil {
 		ca = pki.Pair{Cert: caSecret.Data[keyCA], Key: caSecret.Data[keyCAKey]}
 	}
 	if _, err := tls.X509KeyPair(ca.Cert, ca.Key); err != nil || caSecret == nil {
+		// Never a new CA under running servers by the controller's own
+		// step: only restart-all, which restarts them all together on it.
+		_, restartAll := nc.Annotations[clusterv1beta1.AnnotationRestartAll]
+		if runs := render.RunningRouteTLS(f.running()); len(runs) > 0 && !restartAll {
+			what := "is missing"
+			if caSecret != nil {
+				what = fmt.Sprintf("does not hold a CA certificate and key (%s, %s)", keyCA, keyCAKey)
+			}
+			return nil, &referenceError{clusterv1beta1.ReasonRouteCAMissing, fmt.Sprintf(
+				"Secret %s/%s, the CA the routes of %s trust, %s: a new CA rolled one server at a time would split the cluster "+
+					"(each server checks every new route against the CA it loaded); restore the Secret (keys %s, %s), "+
+					"or annotate the NatsCluster %s to restart every server together with a new CA",
+				nc.Namespace, nc.Name+routesCASuffix, strings.Join(runs, ", "), what, keyCA, keyCAKey, clusterv1beta1.AnnotationRestartAll)}
+		}
 		if ca, err = pki.NewCA(nc.Name+" routes CA", now); err != nil {
 			return nil, fmt.Errorf("generating the route CA of %s: %w", klog.KObj(nc), err)
 		}
 		f.routeTLSSecrets = append(f.routeTLSSecrets, ownedSecret(nc, nc.Name+routesCASuffix, caSecret, map[string][]byte{keyCA: ca.Cert, keyCAKey: ca.Key}))
-		leafSecret = nil // a new CA needs a new certificate
+		newCA = true // a new CA needs a new certificate
 	}
 	data := map[string][]byte{}
-	if leafSecret != nil {
+	if leafSecret != nil && !newCA {
 		data = leafSecret.Data
 	}
 	if err := pki.Check(data[keyCert], ca.Cert, routeTLSNames(nc), now); err != nil || string(data[keyCA]) != string(ca.Cert) {

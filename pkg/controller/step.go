@@ -52,6 +52,17 @@ func (c *Controller) executeStep(ctx context.Context, p *plan, step *rollout.Ste
 // then its template, at the target; the Events say what and why.
 func (c *Controller) restart(ctx context.Context, p *plan, step *rollout.Step, why string) error {
 	nc, out := p.facts.nc, p.out
+	if step.Kind == rollout.RestartOne && len(step.Servers) == 1 && !step.Forced && !step.Down {
+		// A server down already, a forced step and restart-all (an outage
+		// asked for) are not the budget's to refuse.
+		i, ok := render.ServerOrdinal(nc.Name, step.Servers[0])
+		if !ok || int(i) >= len(p.facts.servers) {
+			return fmt.Errorf("planner stepped unknown server %q", step.Servers[0])
+		}
+		if err := c.disruptionAllowed(ctx, step.Servers[0], p.facts.servers[i].pod); err != nil {
+			return err
+		}
+	}
 	if step.ResetJetStream {
 		c.recorder.Eventf(nc, corev1.EventTypeWarning, clusterv1beta1.EventJetStreamReset,
 			"JetStream starts empty because the system account changes; left behind on the volumes, unreachable: %s",

@@ -136,6 +136,10 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	c.recordStartProblems(nc, status.Servers)
 	c.applyDecision(status, nc, p.out, decision)
 	notify := decision.Hold != nil && decision.Hold.Notify
+	if w.waiting != "" {
+		// The step was not taken: the same reason, the budget's words.
+		c.setCondition(status, nc, clusterv1beta1.ConditionProgressing, metav1.ConditionTrue, decision.Progressing.Reason, w.waiting)
+	}
 	if refused != "" {
 		c.setCondition(status, nc, clusterv1beta1.ConditionProgressing, metav1.ConditionFalse, clusterv1beta1.ReasonReconcileFailed, refused)
 		notify = true

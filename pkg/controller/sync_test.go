@@ -14,6 +14,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -134,6 +135,12 @@ func (f *fixture) sync() []core.Action {
 		// Reads of the Secrets a cluster names (by name: secrets.go) are
 		// not what these tests look at; secrets_test.go does.
 		secretRead := a.GetVerb() == "get" && a.GetResource().Resource == "secrets"
+		// Nor the dry-run evictions that ask the PodDisruptionBudget
+		// before a restart (disruption.go; disruption_test.go looks at
+		// them): they change nothing.
+		if dryRunEviction(a) {
+			continue
+		}
 		if a.GetVerb() != "list" && a.GetVerb() != "watch" && !secretRead {
 			out = append(out, a)
 		}
@@ -414,4 +421,14 @@ func addToCaches(inf Informers, objs []runtime.Object) error {
 		}
 	}
 	return err
+}
+
+// dryRunEviction says whether a is an eviction in dry run.
+func dryRunEviction(a core.Action) bool {
+	c, ok := a.(core.CreateAction)
+	if !ok || a.GetResource().Resource != "pods" || a.GetSubresource() != "eviction" {
+		return false
+	}
+	e, ok := c.GetObject().(*policyv1.Eviction)
+	return ok && e.DeleteOptions != nil && slices.Contains(e.DeleteOptions.DryRun, metav1.DryRunAll)
 }

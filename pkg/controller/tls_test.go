@@ -1,12 +1,14 @@
 package controller
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	core "k8s.io/client-go/testing"
 
 	"github.com/nats-operator/nats-operator/internal/pki"
@@ -102,5 +104,53 @@ func TestSyncRenewsAnExpiringRouteCertificateUnderTheSameCA(t *testing.T) {
 	}
 	if err := pki.Check(renewed.Data[keyCert], ca.Cert, []string{"demo-0-0.demo-headless.ns.svc"}, time.Now()); err != nil {
 		t.Errorf("the renewed certificate: %v", err)
+	}
+}
+
+// The generated route CA deleted under running servers is never made again
+// by the controller's own step: the cluster holds with RouteCAMissing
+// naming the Secret and the servers, and nothing but status is written.
+// restart-all is the way out: a new CA, and every server restarted
+// together on it.
+func TestAMissingRouteCAUnderRunningServersHolds(t *testing.T) {
+	nc := rt.NewCluster("ns", "demo")
+	f := newFixture(t, nc)
+	first := writtenStatus(f.sync())
+	f.keepObjects()
+	var kept []runtime.Object
+	for _, o := range f.kubeObjects {
+		if s, ok := o.(*corev1.Secret); ok {
+			if s.Name == "demo-routes-ca" {
+				continue // kubectl delete secret demo-routes-ca
+			}
+			s.ResourceVersion = "1" // as the API server would have it
+		}
+		kept = append(kept, o)
+	}
+	f.kubeObjects = kept
+	f.nc = first
+	acts := writes(f.sync())
+	if got := describe(acts); !slices.Equal(got, []string{"update natsclusters/status demo"}) {
+		t.Errorf("writes with the route CA missing: %v, want only the status", got)
+	}
+	c := conditionIn(writtenStatus(acts), clusterv1beta1.ConditionProgressing)
+	if c.Reason != clusterv1beta1.ReasonRouteCAMissing {
+		t.Fatalf("Progressing %s %q, want RouteCAMissing", c.Reason, c.Message)
+	}
+	for _, want := range []string{"Secret ns/demo-routes-ca, the CA the routes of demo-0, demo-1, demo-2 trust, is missing",
+		"would split the cluster", "cluster.nats-operator.io/restart-all", "no server was changed"} {
+		if !strings.Contains(c.Message, want) {
+			t.Errorf("the hold does not say %q: %s", want, c.Message)
+		}
+	}
+
+	restartAll := writtenStatus(acts).DeepCopy()
+	restartAll.Annotations = map[string]string{clusterv1beta1.AnnotationRestartAll: ""}
+	f.nc = restartAll
+	got := describe(writes(f.sync()))
+	for _, want := range []string{"create secrets demo-routes-ca", "update secrets demo-routes-tls", "update statefulsets demo-0", "update statefulsets demo-2"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("restart-all: no %q in %v", want, got)
+		}
 	}
 }

@@ -66,17 +66,21 @@ type writeResult struct {
 	// failed are the optional writes that failed, each "<what>: <the API
 	// server's words>", for ObjectsWritten.
 	failed []string
+	// waiting is, when the step was not taken because the
+	// PodDisruptionBudget does not allow it now, the Progressing message.
+	waiting string
 }
 
 // write carries out what the plan allows (see writeResult). Any other
 // error is retried.
 func (c *Controller) write(ctx context.Context, p *plan) (writeResult, error) {
-	var failed []string
-	nc, refused, err := c.writeAll(ctx, p, &failed)
-	return writeResult{nc: nc, refused: refused, failed: failed}, err
+	r := writeResult{}
+	var err error
+	r.nc, r.refused, err = c.writeAll(ctx, p, &r)
+	return r, err
 }
 
-func (c *Controller) writeAll(ctx context.Context, p *plan, failed *[]string) (*clusterv1beta1.NatsCluster, string, error) {
+func (c *Controller) writeAll(ctx context.Context, p *plan, r *writeResult) (*clusterv1beta1.NatsCluster, string, error) {
 	nc, d := p.facts.nc, p.decision
 	if nc.DeletionTimestamp != nil {
 		// Being deleted: the planner creates and steps nothing, and nothing
@@ -113,7 +117,7 @@ func (c *Controller) writeAll(ctx context.Context, p *plan, failed *[]string) (*
 		case err == nil:
 		case w.optional && optionalFailure(err):
 			klog.FromContext(ctx).V(2).Info("An optional object could not be written; the servers go on", "what", w.what, "err", err)
-			*failed = append(*failed, w.what+": "+err.Error())
+			r.failed = append(r.failed, w.what+": "+err.Error())
 		default:
 			msg, err := refused(err)
 			return nc, msg, err
@@ -132,7 +136,12 @@ func (c *Controller) writeAll(ctx context.Context, p *plan, failed *[]string) (*
 		return nc, msg, err
 	}
 	if d.Step != nil {
-		if err := c.executeStep(ctx, p, d.Step, d.Progressing.Message); err != nil {
+		var wait *disruptionWaitError
+		err := c.executeStep(ctx, p, d.Step, d.Progressing.Message)
+		switch {
+		case errors.As(err, &wait):
+			r.waiting = wait.Error()
+		case err != nil:
 			msg, err := refused(err)
 			return nc, msg, err
 		}

@@ -110,16 +110,29 @@ func RouteTLSMode(nc *clusterv1beta1.NatsCluster, running []RunningServer) clust
 			continue
 		}
 		created = true
-		if r.Config == nil {
-			continue
-		}
-		// The RouteTLS fact the planner classifies, read back as it does.
-		if rc, err := ReadConfig(r.Config, ImageVersion(r.StatefulSet)); err == nil && rc.Facts.RouteTLS {
-			return clusterv1beta1.RouteTLSGenerated
-		}
+	}
+	// The RouteTLS fact the planner classifies, read back as it does.
+	if len(RunningRouteTLS(running)) > 0 {
+		return clusterv1beta1.RouteTLSGenerated
 	}
 	if created {
 		return clusterv1beta1.RouteTLSDisabled
 	}
 	return clusterv1beta1.RouteTLSGenerated
+}
+
+// RunningRouteTLS names the servers of running whose config has TLS routes,
+// read back as the planner does; they verify every new route against the
+// CA they loaded.
+func RunningRouteTLS(running []RunningServer) []string {
+	var out []string
+	for _, r := range running {
+		if r.StatefulSet == nil || r.Config == nil {
+			continue
+		}
+		if rc, err := ReadConfig(r.Config, ImageVersion(r.StatefulSet)); err == nil && rc.Facts.RouteTLS {
+			out = append(out, r.StatefulSet.Name)
+		}
+	}
+	return out
 }

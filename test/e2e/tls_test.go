@@ -219,6 +219,22 @@ func TestANewClusterHasRouteTLSAndClientTLSFromASecret(t *testing.T) {
 		}
 		t.Logf("a client with %s is refused: %v", what, err)
 	}
+
+	// The generated route CA deleted under the running servers: held with
+	// RouteCAMissing, no new CA, nothing restarted or rewritten.
+	before := objectVersions(ctx, t, s, s.NS)
+	if err := s.Kube.CoreV1().Secrets(s.NS).Delete(ctx, "demo-routes-ca", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	held := waitProgressing(ctx, t, s, s.NS, metav1.ConditionFalse, clusterv1beta1.ReasonRouteCAMissing, time.Minute)
+	t.Logf("kubectl delete secret demo-routes-ca: %s", progressingMessage(held))
+	time.Sleep(heldFor)
+	if after := objectVersions(ctx, t, s, s.NS); !equalMaps(after, before) {
+		t.Errorf("a server object was written or a pod restarted with the route CA missing:\nbefore %v\nafter  %v", before, after)
+	}
+	if _, err := s.Kube.CoreV1().Secrets(s.NS).Get(ctx, "demo-routes-ca", metav1.GetOptions{}); err == nil {
+		t.Errorf("the controller made a new demo-routes-ca under running servers")
+	}
 }
 
 // Rotating the client certificate (a new one in the Secret) and the route

@@ -93,6 +93,13 @@ const (
 	// spec.tls names is missing, lacks a key or holds no usable
 	// certificate; no server was changed.
 	ReasonCertificateNotReady = "CertificateNotReady"
+	// ReasonRouteCAMissing (False): the generated route CA Secret
+	// (<name>-routes-ca) is missing or unreadable while servers run TLS
+	// routes. A new CA rolled one server at a time would split the cluster
+	// (each server checks every new route against the CA it loaded), so
+	// none is made until the Secret is restored, or restart-all restarts
+	// every server together with a new one.
+	ReasonRouteCAMissing = "RouteCAMissing"
 
 	ReasonUpToDate             = "UpToDate"
 	ReasonAuthChangeBlocked    = "AuthChangeBlocked"
