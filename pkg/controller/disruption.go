@@ -10,11 +10,13 @@ package controller
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
 )
 
 // disruptionWaitError is a restart the PodDisruptionBudget does not allow
@@ -41,8 +43,21 @@ func (c *Controller) disruptionAllowed(ctx context.Context, server string, pod *
 	switch {
 	case err == nil, apierrors.IsNotFound(err), apierrors.IsConflict(err):
 		return nil // allowed, or the pod is already replaced
+	case dryRunUnsupported(err):
+		// An admission webhook with side effects refuses every dry run:
+		// the check cannot be made, and the step goes as before it existed.
+		klog.FromContext(ctx).V(2).Info("The eviction API cannot be asked in dry run; restarting without the check", "pod", klog.KObj(pod), "err", err)
+		return nil
 	case apierrors.IsTooManyRequests(err):
 		return &disruptionWaitError{server: server, words: err.Error()}
 	}
 	return fmt.Errorf("asking the eviction API whether %s may restart: %w", server, err)
+}
+
+// dryRunUnsupported says whether err is the API server's refusal of a dry
+// run because an admission webhook with side effects would see it
+// (k8s.io/apiserver's webhook dispatcher: "admission webhook %q does not
+// support dry run").
+func dryRunUnsupported(err error) bool {
+	return apierrors.IsBadRequest(err) && strings.Contains(err.Error(), "does not support dry run")
 }

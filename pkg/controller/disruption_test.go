@@ -107,6 +107,8 @@ func TestDisruptionAllowedTellsARefusalFromAFailure(t *testing.T) {
 		{name: "the API server failing", pod: pod, err: apierrors.NewInternalError(errors.New("etcd timeout")), fails: true, calls: 1},
 		{name: "the pod already replaced", pod: pod, err: apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, "demo-1-0"), calls: 1},
 		{name: "no pod", pod: nil},
+		{name: "a webhook that does not support dry run: the check cannot be made, the step goes", pod: pod,
+			err: apierrors.NewBadRequest(`admission webhook "audit.example.com" does not support dry run`), calls: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			kube := k8sfake.NewClientset()

@@ -65,7 +65,8 @@
 // Revisions: each server's ConfigMap carries the config revision (in
 // nats.conf), its pod template the template revision and the config revision
 // the pod was last restarted for; a restart step writes the ConfigMap, then
-// the template, then deletes a pod still on another revision. An operator
+// the template (asked first in dry run, so a refused template leaves the
+// ConfigMap alone), then deletes a pod still on another revision. An operator
 // upgrade restarts nothing: render keeps the revision running objects carry
 // when they equal the target (compat_test.go syncs objects written by the
 // previous release).

@@ -84,6 +84,26 @@ func (c *Controller) createStatefulSet(ctx context.Context, want *appsv1.Statefu
 func (c *Controller) restartServer(ctx context.Context, so *serverObjects, target *render.Server) error {
 	revision := target.Revision
 	logger := klog.FromContext(ctx)
+	var updated *appsv1.StatefulSet
+	if so.statefulSet != nil && (!apiequality.Semantic.DeepEqual(so.statefulSet.Spec.Template, target.StatefulSet.Spec.Template) ||
+		!apiequality.Semantic.DeepEqual(so.statefulSet.Labels, target.StatefulSet.Labels) || stopped(so.statefulSet)) {
+		updated = so.statefulSet.DeepCopy()
+		updated.Labels = target.StatefulSet.Labels
+		updated.Spec.Template = target.StatefulSet.Spec.Template
+		updated.Spec.UpdateStrategy = target.StatefulSet.Spec.UpdateStrategy
+		// A server a scale-down stopped is started again.
+		updated.Spec.Replicas = target.StatefulSet.Spec.Replicas
+		// Asked first in dry run: a template the API server refuses (an
+		// admission policy, a quota) is refused before the ConfigMap
+		// changes, so no server ever gets the new config under its old
+		// image and resources (the kubelet updates a mounted ConfigMap
+		// without a restart, and a crash would start on it).
+		_, err := c.kubeClient.AppsV1().StatefulSets(updated.Namespace).Update(ctx, updated,
+			metav1.UpdateOptions{FieldManager: FieldManager, DryRun: []string{metav1.DryRunAll}})
+		if err != nil && !dryRunUnsupported(err) {
+			return writeError("updating", "StatefulSet", updated, err)
+		}
+	}
 	if so.configMap == nil || configMapDiffers(so.configMap, target.ConfigMap) {
 		if err := c.writeConfigMap(ctx, so.configMap, target.ConfigMap); err != nil {
 			return err
@@ -95,14 +115,7 @@ func (c *Controller) restartServer(ctx context.Context, so *serverObjects, targe
 		}
 		return nil
 	}
-	if !apiequality.Semantic.DeepEqual(so.statefulSet.Spec.Template, target.StatefulSet.Spec.Template) ||
-		!apiequality.Semantic.DeepEqual(so.statefulSet.Labels, target.StatefulSet.Labels) || stopped(so.statefulSet) {
-		updated := so.statefulSet.DeepCopy()
-		updated.Labels = target.StatefulSet.Labels
-		updated.Spec.Template = target.StatefulSet.Spec.Template
-		updated.Spec.UpdateStrategy = target.StatefulSet.Spec.UpdateStrategy
-		// A server a scale-down stopped is started again.
-		updated.Spec.Replicas = target.StatefulSet.Spec.Replicas
+	if updated != nil {
 		_, err := c.kubeClient.AppsV1().StatefulSets(updated.Namespace).Update(ctx, updated, metav1.UpdateOptions{FieldManager: FieldManager})
 		c.countWrite("statefulsets", "update")
 		if err != nil {

@@ -138,7 +138,7 @@ func (f *fixture) sync() []core.Action {
 		// Nor the dry-run evictions that ask the PodDisruptionBudget
 		// before a restart (disruption.go; disruption_test.go looks at
 		// them): they change nothing.
-		if dryRunEviction(a) {
+		if dryRun(a) {
 			continue
 		}
 		if a.GetVerb() != "list" && a.GetVerb() != "watch" && !secretRead {
@@ -431,4 +431,13 @@ func dryRunEviction(a core.Action) bool {
 	}
 	e, ok := c.GetObject().(*policyv1.Eviction)
 	return ok && e.DeleteOptions != nil && slices.Contains(e.DeleteOptions.DryRun, metav1.DryRunAll)
+}
+
+// dryRun says whether a is a check that changes nothing: an eviction or
+// an update in dry run (disruption.go, restartServer).
+func dryRun(a core.Action) bool {
+	if u, ok := a.(core.UpdateActionImpl); ok && slices.Contains(u.GetUpdateOptions().DryRun, metav1.DryRunAll) {
+		return true
+	}
+	return dryRunEviction(a)
 }

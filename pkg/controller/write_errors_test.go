@@ -150,8 +150,10 @@ func TestARefusedWriteIsReportedWithTheAPIServersWordsAndFixingTheSpecProceeds(t
 				return f
 			},
 			refused: "demo-2",
-			// The step writes the ConfigMap first; its pod is not deleted.
-			first:            []string{"update configmaps demo-2-config", "update statefulsets demo-2", "update natsclusters/status demo"},
+			// The step asks the StatefulSet in dry run first (not listed):
+			// refused, not even the ConfigMap is written, and no pod is
+			// deleted.
+			first:            []string{"update natsclusters/status demo"},
 			fixed:            []string{"update configmaps demo-2-config", "update statefulsets demo-2", "delete pods demo-2-0", "update natsclusters/status demo"},
 			fixedProgressing: clusterv1beta1.ReasonRollingRestart,
 			fixedEvents:      [][2]string{{"Normal", clusterv1beta1.EventServerRestarted}, {"Normal", clusterv1beta1.ReasonRollingRestart}},
