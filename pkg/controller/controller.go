@@ -200,10 +200,12 @@ func New(ctx context.Context, o Options) *Controller {
 	handle(inf.Clusters.Informer(), c.enqueueCluster)
 	for _, informer := range []cache.SharedIndexInformer{
 		inf.StatefulSets.Informer(), inf.ConfigMaps.Informer(), inf.Services.Informer(),
-		inf.Pods.Informer(), inf.PDBs.Informer(), inf.NetworkPolicies.Informer(),
+		inf.PDBs.Informer(), inf.NetworkPolicies.Informer(),
 	} {
 		handle(informer, c.enqueueOwner)
 	}
+	// A pod's controller is its StatefulSet, not the NatsCluster.
+	handle(inf.Pods.Informer(), c.enqueuePodsCluster)
 	handle(inf.OperatorTrusts.Informer(), c.enqueueReferrers)
 	handle(inf.AccountTrusts.Informer(), c.enqueueReferrers)
 	handle(inf.Secrets.Informer(), func(obj interface{}) {
@@ -338,6 +340,27 @@ func (c *Controller) enqueueOwner(obj interface{}) {
 		return
 	}
 	if nc := c.resolveControllerRef(o.GetNamespace(), metav1.GetControllerOf(o)); nc != nil {
+		c.queue.Add(cache.MetaObjectToName(nc))
+	}
+}
+
+// enqueuePodsCluster enqueues the NatsCluster of a server's pod: a pod
+// that becomes Ready, fails its probe, restarts or goes is seen at once,
+// not at the next requeue. The pod is the cluster's by its cluster label
+// and a StatefulSet controller; a pod that only pretends costs one sync.
+func (c *Controller) enqueuePodsCluster(obj interface{}) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	pod, ok := obj.(metav1.Object)
+	if !ok {
+		return
+	}
+	name := pod.GetLabels()[clusterv1beta1.LabelCluster]
+	if ref := metav1.GetControllerOf(pod); name == "" || ref == nil || ref.Kind != "StatefulSet" {
+		return
+	}
+	if nc, err := c.gatherer.gatherCluster(pod.GetNamespace(), name); err == nil {
 		c.queue.Add(cache.MetaObjectToName(nc))
 	}
 }
