@@ -194,12 +194,31 @@ func keepsTheServer(rendered, merged *corev1.PodSpec) error {
 			return &SpecError{Field: field("volumeMounts"), Message: fmt.Sprintf("the mount of volume %s at %s is the controller's", m.Name, m.MountPath)}
 		}
 	}
+	// A mount of the user's under one of the controller's would shadow what
+	// the controller puts there (the config, the TLS files, the store).
+	for _, g := range got.VolumeMounts {
+		if slices.ContainsFunc(want.VolumeMounts, func(m corev1.VolumeMount) bool { return apiequality.Semantic.DeepEqual(g, m) }) {
+			continue
+		}
+		for _, m := range want.VolumeMounts {
+			if under(g.MountPath, m.MountPath) {
+				return &SpecError{Field: field("volumeMounts"), Message: fmt.Sprintf(
+					"the mount of volume %s at %s is inside the controller's mount of volume %s at %s: mount it elsewhere", g.Name, g.MountPath, m.Name, m.MountPath)}
+			}
+		}
+	}
 	for _, v := range rendered.Volumes {
 		if !slices.ContainsFunc(merged.Volumes, func(g corev1.Volume) bool { return apiequality.Semantic.DeepEqual(g, v) }) {
 			return &SpecError{Field: "spec.podTemplate.spec.volumes", Message: fmt.Sprintf("volume %s is the controller's", v.Name)}
 		}
 	}
 	return nil
+}
+
+// under says whether path is dir or inside it, as mount paths go.
+func under(path, dir string) bool {
+	path, dir = strings.TrimRight(path, "/"), strings.TrimRight(dir, "/")
+	return path == dir || strings.HasPrefix(path, dir+"/")
 }
 
 // sameCheck reports whether two probes check the same thing, whatever their

@@ -134,6 +134,10 @@ func TestPodTemplatesTheMergeCannotKeepAreHeldNamingThePath(t *testing.T) {
 			Volumes:    []corev1.Volume{{Name: "mine", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
 			Containers: []corev1.Container{{Name: "nats", VolumeMounts: []corev1.VolumeMount{{Name: "mine", MountPath: render.ConfigDir}}}},
 		}, "spec.podTemplate.spec.containers[name=nats].volumeMounts", "is the controller's"},
+		{"a mount nested inside the config directory", clusterv1beta1.PodSpecOverride{
+			Volumes:    []corev1.Volume{{Name: "mine", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+			Containers: []corev1.Container{{Name: "nats", VolumeMounts: []corev1.VolumeMount{{Name: "mine", MountPath: render.ConfigDir + "/extra"}}}},
+		}, "spec.podTemplate.spec.containers[name=nats].volumeMounts", "is inside the controller's mount of volume config at " + render.ConfigDir},
 		{"a sidecar with a seccomp profile Unconfined", clusterv1beta1.PodSpecOverride{Containers: []corev1.Container{{Name: "s", Image: "busybox:1.37",
 			SecurityContext: &corev1.SecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeUnconfined}}}}},
 			"spec.podTemplate.spec", "seccompProfile"},
