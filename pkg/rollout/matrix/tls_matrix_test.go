@@ -2060,3 +2060,69 @@ func TestTLSRouteVerification(t *testing.T) {
 		t.Skip("route URLs by DNS name need names that resolve to each server; none do here")
 	})
 }
+
+// ---- case: a new route CA, one server at a time ----
+
+// TestTLSRouteNewCAOneServerAtATime: what rolling a new route CA one server
+// at a time does, the controller's old behaviour when its generated
+// <name>-routes-ca went missing (a new CA, reloaded server by server). Three
+// servers with JetStream route on CA A; server 2 is given a certificate of
+// CA B and trusts only B, as a naive roll would.
+//
+// Measured: the reload is accepted and keeps server 2's established routes
+// (reload never re-checks a route that is up), so the cluster looks
+// settled; the breakage shows at the next route that connects. Server 2
+// restarted on the new material (the way a restart-based roll goes) routes
+// to neither 0 nor 1: both sides log "TLS route handshake error" (2 cannot
+// verify their A certificates, they cannot verify its B certificate), so
+// the cluster is split 0-1 | 2 while the others still run A. This is why a
+// missing generated CA under running servers holds with RouteCAMissing
+// (pkg/controller/gather_tls.go) instead of a new CA, and restart-all (all
+// servers on B together) is the way out; the three-phase rotation
+// (TestTLSRouteRotation: bundle, new certificates, drop the old CA) is the
+// way that keeps every route.
+func TestTLSRouteNewCAOneServerAtATime(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real nats-server processes; skipped with -short")
+	}
+	t.Parallel()
+	f := newTLSFixture(t, "newca", tlsFixtureOptions{servers: 3, jetStream: true, systemUser: true})
+	f.setUpRouteTLS()
+	for i := range f.servers {
+		f.route[i] = f.routeBlock(i, true)
+	}
+	f.startAll()
+	acked := createStream(t, f.servers[0])
+	before := settledRouteConnections(f.servers, 30*time.Second)
+
+	newCA := newTLSCA(t, "newca-ca-2")
+	f.writeRouteCert(2, f.serverLeaf(newCA, 2, nil))
+	f.writeRouteCA(2, newCA)
+	reload := f.reloadSys(2, f.route[2], nil)
+	afterReload := routeConnections(f.servers)
+	kept := slices.Equal(afterReload, before)
+	reloadStage := observeStage(f.servers, true, &acked, 20*time.Second)
+
+	from := logSizes(f.servers)
+	f.restart(2)
+	handshake := waitForLog(t, f.servers, from, routeHandshakeError, 30*time.Second)
+	time.Sleep(3 * time.Second) // a few more attempts, on both sides
+	logged := errorsSince(t, f.servers, from)
+	routed := routedPairs(f.servers)
+
+	t.Logf("server 2 reloaded onto CA B (certificate and trust): %s; established routes kept %t; then %s %s", reload, kept, reloadStage, reloadStage.detail)
+	t.Logf("server 2 restarted on CA B: routed pairs %v; handshake errors %q", routed, handshake)
+	for i, e := range logged {
+		t.Logf("  server %d logged %q", i, e)
+	}
+
+	if !reload.accepted || !kept {
+		t.Errorf("the reload onto another CA: %s, routes kept %t; want accepted and kept (the breakage hidden)", reload, kept)
+	}
+	if !slices.Equal(routed, []string{"0-1"}) {
+		t.Errorf("server 2 restarted on another CA: routed %v, want only 0-1 (split from both)", routed)
+	}
+	if !containsText(logged[2], routeHandshakeError) || (!containsText(logged[0], routeHandshakeError) && !containsText(logged[1], routeHandshakeError)) {
+		t.Errorf("want route handshake errors on server 2 and on its peers; logged %q", logged)
+	}
+}
