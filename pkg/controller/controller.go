@@ -114,6 +114,8 @@ type Controller struct {
 	// restRequeue is how often a cluster at rest is observed when nothing
 	// else syncs it (DefaultRestRequeue; --rest-requeue).
 	restRequeue time.Duration
+	// pauseBeforeStep: Options.PauseBeforeStep.
+	pauseBeforeStep time.Duration
 	// controllerNamespace is where the controller runs
 	// (Options.ControllerNamespace): NetworkPolicies admit monitoring from it.
 	controllerNamespace string
@@ -146,6 +148,11 @@ type Options struct {
 	// holding nothing) is observed when no event syncs it (0:
 	// DefaultRestRequeue; --rest-requeue).
 	RestRequeue time.Duration
+	// PauseBeforeStep is for tests only (--pause-before-step): a sync that
+	// took a step pauses this long after deciding it and before writing
+	// it, logging "Pausing before the step", so a test can inject a fault
+	// (a drain) between the observation and the step. 0 in production.
+	PauseBeforeStep time.Duration
 }
 
 // New builds a controller from o and registers its event handlers.
@@ -171,6 +178,7 @@ func New(ctx context.Context, o Options) *Controller {
 		controllerNamespace: o.ControllerNamespace,
 		reloadTimeout:       cmp.Or(o.ReloadTimeout, DefaultReloadTimeout),
 		restRequeue:         cmp.Or(o.RestRequeue, DefaultRestRequeue),
+		pauseBeforeStep:     o.PauseBeforeStep,
 		synced: []cache.InformerSynced{
 			inf.Clusters.Informer().HasSynced, inf.OperatorTrusts.Informer().HasSynced,
 			inf.AccountTrusts.Informer().HasSynced, inf.StatefulSets.Informer().HasSynced,

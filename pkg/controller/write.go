@@ -13,12 +13,14 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/klog/v2"
 
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
+	"github.com/nats-operator/nats-operator/pkg/rollout"
 )
 
 // writer writes one kind of supporting object as the plan says.
@@ -135,12 +137,20 @@ func (c *Controller) writeAll(ctx context.Context, p *plan, r *writeResult) (*cl
 		msg, err := refused(err)
 		return nc, msg, err
 	}
+	if d.Step != nil && c.pauseBeforeStep > 0 {
+		klog.FromContext(ctx).Info("Pausing before the step", "server", stepServer(d.Step), "kind", d.Step.Kind, "pause", c.pauseBeforeStep)
+		select {
+		case <-ctx.Done():
+		case <-time.After(c.pauseBeforeStep):
+		}
+	}
 	if d.Step != nil {
 		var wait *disruptionWaitError
 		err := c.executeStep(ctx, p, d.Step, d.Progressing.Message)
 		switch {
 		case errors.As(err, &wait):
 			r.waiting = wait.Error()
+			klog.FromContext(ctx).Info("The step waits for the PodDisruptionBudget", "server", wait.server, "message", r.waiting)
 		case err != nil:
 			msg, err := refused(err)
 			return nc, msg, err
@@ -175,4 +185,19 @@ func (c *Controller) releaseFinalizer(ctx context.Context, p *plan) error {
 	}
 	c.recorder.Event(nc, corev1.EventTypeNormal, clusterv1beta1.ReasonDeleting, d.Progressing.Message)
 	return nil
+}
+
+// stepServer is the server a step acts on first, for logs.
+func stepServer(s *rollout.Step) string {
+	switch {
+	case len(s.Servers) > 0:
+		return s.Servers[0]
+	case s.Reload != nil:
+		return s.Reload.Server
+	case s.Remove != nil:
+		return s.Remove.Server
+	case s.Expand != nil:
+		return s.Expand.Server
+	}
+	return ""
 }
