@@ -41,10 +41,33 @@ type secretReader struct {
 
 	mu     sync.Mutex
 	values map[cache.ObjectName]*corev1.Secret
+	// read is when each held Secret was last read: values not read for
+	// secretValuesUnread (no cluster names the Secret any more, or its
+	// cluster is gone) are dropped.
+	read map[cache.ObjectName]time.Time
+	now  func() time.Time
 }
 
+// secretValuesUnread is how long the values of a Secret no sync reads are
+// held: every cluster is synced at least every DefaultRestRequeue (and
+// every informer resync), and reads the Secrets it names each time.
+const secretValuesUnread = 15 * time.Minute
+
 func newSecretReader(client kubernetes.Interface, meta cache.GenericLister) *secretReader {
-	return &secretReader{client: client, meta: meta, values: map[cache.ObjectName]*corev1.Secret{}}
+	return &secretReader{client: client, meta: meta, values: map[cache.ObjectName]*corev1.Secret{},
+		read: map[cache.ObjectName]time.Time{}, now: time.Now}
+}
+
+// touch records a read of key at now and drops the values unread for
+// secretValuesUnread. Called with r.mu held.
+func (r *secretReader) touch(key cache.ObjectName, now time.Time) {
+	r.read[key] = now
+	for k, t := range r.read {
+		if now.Sub(t) > secretValuesUnread {
+			delete(r.read, k)
+			delete(r.values, k)
+		}
+	}
 }
 
 // secretGetTimeout bounds one read of a Secret by name.
@@ -71,6 +94,7 @@ func (n namespacedSecrets) Get(name string) (*corev1.Secret, error) {
 	key := cache.ObjectName{Namespace: n.ns, Name: name}
 	r.mu.Lock()
 	s, ok := r.values[key]
+	r.touch(key, r.now())
 	r.mu.Unlock()
 	if ok && rv != "" && s.ResourceVersion == rv {
 		return s, nil
@@ -83,6 +107,7 @@ func (n namespacedSecrets) Get(name string) (*corev1.Secret, error) {
 	}
 	r.mu.Lock()
 	r.values[key] = s
+	r.read[key] = r.now()
 	r.mu.Unlock()
 	return s, nil
 }
@@ -93,8 +118,10 @@ func (r *secretReader) forget(obj any) {
 		obj = tomb.Obj
 	}
 	if o, ok := obj.(metav1.Object); ok {
+		key := cache.ObjectName{Namespace: o.GetNamespace(), Name: o.GetName()}
 		r.mu.Lock()
-		delete(r.values, cache.ObjectName{Namespace: o.GetNamespace(), Name: o.GetName()})
+		delete(r.values, key)
+		delete(r.read, key)
 		r.mu.Unlock()
 	}
 }

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -84,6 +85,33 @@ func TestSecretsAreReadByNameOncePerResourceVersion(t *testing.T) {
 	r.forget(meta(changed))
 	if r.held() != 0 || gets() != 2 {
 		t.Errorf("after the delete: %d held, %d reads", r.held(), gets())
+	}
+
+	// Values no sync reads any more (no cluster names the Secret) are
+	// dropped once unread for secretValuesUnread; one still read stays.
+	now := time.Now()
+	r.now = func() time.Time { return now }
+	if err := idx.Add(meta(other)); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"named", "other"} {
+		if _, err := r.Secrets("ns").Get(name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now = now.Add(secretValuesUnread / 2)
+	if _, err := r.Secrets("ns").Get("named"); err != nil {
+		t.Fatal(err)
+	}
+	if r.held() != 2 {
+		t.Errorf("%d held after half the time, want 2", r.held())
+	}
+	now = now.Add(secretValuesUnread/2 + time.Second)
+	if _, err := r.Secrets("ns").Get("named"); err != nil {
+		t.Fatal(err)
+	}
+	if r.held() != 1 {
+		t.Errorf("%d held once other went unread for %s, want 1 (named, still read)", r.held(), secretValuesUnread)
 	}
 }
 
