@@ -79,7 +79,7 @@ func TestRenderedConfigsLoadInNatsServer(t *testing.T) {
 			cluster: rt.NewCluster("ns", "j", rt.Auth("trust", "orders"), rt.Resolver(clusterv1beta1.ResolverCache)), trust: trust,
 			want: want{operator: "op", systemAccount: "sys", cacheResolver: true}},
 		{name: "operator mode whose operator JWT names no system account",
-			cluster: rt.NewCluster("ns", "k", rt.Replicas(1), rt.JetStream(), rt.Auth("bare", "app")), trust: bare,
+			cluster: rt.NewCluster("ns", "k", rt.Replicas(2), rt.JetStream(), rt.Auth("bare", "app")), trust: bare,
 			want: want{jetStream: true, operator: "op", systemAccount: "sys"}},
 		{name: "spec.lameDuck with a longer duration and a short grace period", cluster: rt.NewCluster("ns", "m", rt.LameDuck("45s", "1s"))},
 		{name: "a 2.10 server in operator mode", cluster: rt.NewCluster("ns", "l", rt.Version("2.10.29"), rt.JetStream(), rt.Auth("trust")), trust: trust,

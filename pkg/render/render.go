@@ -205,11 +205,8 @@ func renderObjects(in Input) (*Output, error) {
 	if nc.Name == "" || nc.Namespace == "" {
 		return nil, errors.New("render: the NatsCluster has no name or namespace")
 	}
-	if nc.Spec.Replicas < 1 {
-		return nil, fmt.Errorf("render: spec.replicas is %d, must be at least 1", nc.Spec.Replicas)
-	}
-	if nc.Spec.Version == "" {
-		return nil, errors.New("render: spec.version is empty")
+	if err := validateStored(nc); err != nil {
+		return nil, err
 	}
 	if err := validateSpec(&nc.Spec); err != nil {
 		return nil, err

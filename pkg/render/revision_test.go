@@ -54,7 +54,11 @@ func genCluster(r *rand.Rand, withAuth bool) *clusterv1beta1.NatsCluster {
 			opts = append(opts, rt.Resolver(clusterv1beta1.ResolverCache))
 		}
 	}
-	return rt.NewCluster("ns", pick("demo", "nats"), opts...)
+	nc := rt.NewCluster("ns", pick("demo", "nats"), opts...)
+	if nc.Spec.JetStream != nil && nc.Spec.Replicas < 2 {
+		nc.Spec.Replicas = 2 // the CRD refuses one server with JetStream
+	}
+	return nc
 }
 
 // rebuildMaps copies every map of the spec with its keys inserted in
@@ -241,6 +245,9 @@ func TestRevisionProperties(t *testing.T) {
 		mc := nc.DeepCopy()
 		mtr := trustFor(nc)
 		m.apply(mc, mtr)
+		if mc.Spec.JetStream != nil && mc.Spec.Replicas < 2 {
+			mc.Spec.Replicas = 2 // the CRD refuses one server with JetStream
+		}
 		if mc.Spec.Auth != nil && nc.Spec.Auth == nil {
 			mtr = trustFor(mc)
 		}

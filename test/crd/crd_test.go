@@ -165,91 +165,97 @@ func newCluster(name string, edits ...edit) *unstructured.Unstructured {
 	return u
 }
 
+// badCluster is a NatsCluster the CRD refuses.
+type badCluster struct {
+	name string
+	// update, if set, is applied to an accepted valid NatsCluster;
+	// otherwise edits make a NatsCluster to create.
+	update bool
+	edits  []edit
+	// field is the path the error must name.
+	field string
+	// reason is the status reason of the refusal.
+	reason metav1.StatusReason
+}
+
+// badClusters are the NatsClusters the CRD refuses, each naming the field.
+var badClusters = []badCluster{
+	{name: "a version that is not semver is refused", edits: []edit{set("spec.version", "2.15")}, field: "spec.version", reason: metav1.StatusReasonInvalid},
+	{name: "a version with a leading v is refused", edits: []edit{set("spec.version", "v2.15.2")}, field: "spec.version", reason: metav1.StatusReasonInvalid},
+	{name: "an empty version is refused", edits: []edit{set("spec.version", "")}, field: "spec.version", reason: metav1.StatusReasonInvalid},
+	{name: "a missing version is refused", edits: []edit{remove("spec.version")}, field: "spec.version", reason: metav1.StatusReasonInvalid},
+	{name: "an update moving the minor version up by two is refused", update: true, edits: []edit{set("spec.version", "2.17.0")}, field: "spec.version", reason: metav1.StatusReasonInvalid},
+	{name: "an update moving the minor version down by two is refused", update: true, edits: []edit{set("spec.version", "2.13.9")}, field: "spec.version", reason: metav1.StatusReasonInvalid},
+	{name: "an update changing the major version is refused", update: true, edits: []edit{set("spec.version", "3.15.2")}, field: "spec.version", reason: metav1.StatusReasonInvalid},
+	{name: "zero replicas are refused", edits: []edit{set("spec.replicas", int64(0))}, field: "spec.replicas", reason: metav1.StatusReasonInvalid},
+	{name: "negative replicas are refused", edits: []edit{set("spec.replicas", int64(-1))}, field: "spec.replicas", reason: metav1.StatusReasonInvalid},
+	{name: "missing replicas are refused", edits: []edit{remove("spec.replicas")}, field: "spec.replicas", reason: metav1.StatusReasonInvalid},
+	{name: "one server with JetStream is refused", edits: []edit{set("spec.replicas", int64(1))}, field: "spec.replicas", reason: metav1.StatusReasonInvalid},
+	{name: "scaling a JetStream cluster down to one server is refused", update: true, edits: []edit{set("spec.replicas", int64(1))}, field: "spec.replicas", reason: metav1.StatusReasonInvalid},
+	{name: "a malformed image digest is refused", edits: []edit{set("spec.image.digest", "sha256:xyz")}, field: "spec.image.digest", reason: metav1.StatusReasonInvalid},
+	{name: "an image digest in upper case hex is refused", edits: []edit{set("spec.image.digest", "sha256:"+strings.Repeat("AB", 32))}, field: "spec.image.digest", reason: metav1.StatusReasonInvalid},
+	{name: "the Memory resolver is refused", edits: []edit{set("spec.auth.resolver", "Memory")}, field: "spec.auth.resolver", reason: metav1.StatusReasonInvalid},
+	{name: "auth without a trustRef is refused", edits: []edit{remove("spec.auth.trustRef")}, field: "spec.auth.trustRef", reason: metav1.StatusReasonInvalid},
+	{name: "a trustRef with an empty name is refused", edits: []edit{set("spec.auth.trustRef.name", "")}, field: "spec.auth.trustRef.name", reason: metav1.StatusReasonInvalid},
+	{name: "an accountTrustRef without a name is refused", edits: []edit{set("spec.auth.accountTrustRefs", []any{map[string]any{}})}, field: "spec.auth.accountTrustRefs[0].name", reason: metav1.StatusReasonInvalid},
+	{name: "two accountTrustRefs with the same name are refused", edits: []edit{set("spec.auth.accountTrustRefs", []any{map[string]any{"name": "a"}, map[string]any{"name": "a"}})}, field: "spec.auth.accountTrustRefs[1]", reason: metav1.StatusReasonInvalid},
+	{name: "a systemCredentials secretKeyRef without a name is refused", edits: []edit{remove("spec.auth.systemCredentials.secretKeyRef.name")}, field: "spec.auth.systemCredentials.secretKeyRef.name", reason: metav1.StatusReasonInvalid},
+	{name: "an unknown field is refused by strict field validation", edits: []edit{set("spec.foo", "bar")}, field: "spec.foo", reason: metav1.StatusReasonBadRequest},
+	{name: "an unknown nested field is refused by strict field validation", edits: []edit{set("spec.jetstream.storageClass", "fast")}, field: "spec.jetstream.storageClass", reason: metav1.StatusReasonBadRequest},
+	{name: "a negative maxFileStore is refused", edits: []edit{set("spec.jetstream.limits.maxFileStore", "-1Gi")}, field: "spec.jetstream.limits.maxFileStore", reason: metav1.StatusReasonInvalid},
+	{name: "a negative maxFileStore given as an integer is refused", edits: []edit{set("spec.jetstream.limits.maxFileStore", int64(-1))}, field: "spec.jetstream.limits.maxFileStore", reason: metav1.StatusReasonInvalid},
+	{name: "a negative maxMemoryStore is refused", edits: []edit{set("spec.jetstream.limits.maxMemoryStore", "-512Mi")}, field: "spec.jetstream.limits.maxMemoryStore", reason: metav1.StatusReasonInvalid},
+	{name: "a maxFileStore that is not a quantity is refused", edits: []edit{set("spec.jetstream.limits.maxFileStore", "lots")}, field: "spec.jetstream.limits.maxFileStore", reason: metav1.StatusReasonInvalid},
+	{name: "a server tag with an empty key is refused", edits: []edit{set("spec.serverTags", map[string]any{"": "eu"})}, field: "spec.serverTags", reason: metav1.StatusReasonInvalid},
+	{name: "a name with a dot is refused", edits: []edit{func(o map[string]any) { o["metadata"].(map[string]any)["name"] = "demo.eu" }}, field: "metadata.name", reason: metav1.StatusReasonInvalid},
+	{name: "a request larger than its limit is refused", edits: []edit{set("spec.resources.requests", map[string]any{"memory": "2Gi"})}, field: "spec.resources.requests", reason: metav1.StatusReasonInvalid},
+	{name: "a negative cpu limit is refused", edits: []edit{set("spec.resources.limits", map[string]any{"cpu": "-1"})}, field: "spec.resources.limits", reason: metav1.StatusReasonInvalid},
+	{name: "a resource other than cpu, memory and ephemeral-storage is refused", edits: []edit{set("spec.resources.limits", map[string]any{"nvidia.com/gpu": "1"})}, field: "spec.resources.limits", reason: metav1.StatusReasonInvalid},
+	{name: "resource claims are refused", edits: []edit{set("spec.resources.claims", []any{map[string]any{"name": "gpu"}})}, field: "spec.resources", reason: metav1.StatusReasonInvalid},
+	{name: "a claim template without a storage request is refused", edits: []edit{remove("spec.jetstream.volumeClaimTemplate.spec.resources")}, field: "spec.jetstream.volumeClaimTemplate.spec.resources", reason: metav1.StatusReasonInvalid},
+	{name: "a Block claim is refused", edits: []edit{set("spec.jetstream.volumeClaimTemplate.spec.volumeMode", "Block")}, field: "spec.jetstream.volumeClaimTemplate.spec.volumeMode", reason: metav1.StatusReasonInvalid},
+	{name: "ReadWriteOncePod with another access mode is refused", edits: []edit{set("spec.jetstream.volumeClaimTemplate.spec.accessModes", []any{"ReadWriteOncePod", "ReadWriteOnce"})}, field: "spec.jetstream.volumeClaimTemplate.spec.accessModes", reason: metav1.StatusReasonInvalid},
+	{name: "a storage class that is not a DNS subdomain is refused", edits: []edit{set("spec.jetstream.volumeClaimTemplate.spec.storageClassName", "Fast SSD")}, field: "spec.jetstream.volumeClaimTemplate.spec.storageClassName", reason: metav1.StatusReasonInvalid},
+	{name: "a claim label key with a space is refused", edits: []edit{set("spec.jetstream.volumeClaimTemplate.metadata.labels", map[string]any{"bad key": "x"})}, field: "spec.jetstream.volumeClaimTemplate.metadata.labels", reason: metav1.StatusReasonInvalid},
+	{name: "a claim label value of 64 characters is refused", edits: []edit{set("spec.jetstream.volumeClaimTemplate.metadata.labels", map[string]any{"team": strings.Repeat("v", 64)})}, field: "spec.jetstream.volumeClaimTemplate.metadata.labels.team", reason: metav1.StatusReasonInvalid},
+	{name: "a JetStream domain with a space is refused", edits: []edit{set("spec.jetstream.domain", "my hub")}, field: "spec.jetstream.domain", reason: metav1.StatusReasonInvalid},
+	{name: "client TLS with both a Secret and a Certificate is refused", edits: []edit{set("spec.tls", map[string]any{
+		"secret": map[string]any{"name": "demo-tls"}, "certificate": map[string]any{"issuerRef": map[string]any{"name": "ca"}}})}, field: "spec.tls", reason: metav1.StatusReasonInvalid},
+	{name: "client TLS with neither a Secret nor a Certificate is refused", edits: []edit{set("spec.tls", map[string]any{"verifyClients": true})}, field: "spec.tls", reason: metav1.StatusReasonInvalid},
+	{name: "a client TLS key name with a slash is refused", edits: []edit{set("spec.tls", map[string]any{"secret": map[string]any{"name": "demo-tls", "certKey": "certs/tls.crt"}})}, field: "spec.tls.secret.certKey", reason: metav1.StatusReasonInvalid},
+	{name: "a client TLS Secret name in upper case is refused", edits: []edit{set("spec.tls", map[string]any{"secret": map[string]any{"name": "Demo-TLS"}})}, field: "spec.tls.secret.name", reason: metav1.StatusReasonInvalid},
+	{name: "a Certificate issuer of another kind is refused", edits: []edit{set("spec.tls", map[string]any{"certificate": map[string]any{"issuerRef": map[string]any{"name": "ca", "kind": "Vault"}}})}, field: "spec.tls.certificate.issuerRef.kind", reason: metav1.StatusReasonInvalid},
+	{name: "route TLS mode Secret without a Secret is refused", edits: []edit{set("spec.routes.tls", map[string]any{"mode": "Secret"})}, field: "spec.routes.tls.secret", reason: metav1.StatusReasonInvalid},
+	{name: "route TLS Disabled with a Secret is refused", edits: []edit{set("spec.routes.tls", map[string]any{"mode": "Disabled", "secret": map[string]any{"name": "x"}})}, field: "spec.routes.tls.secret", reason: metav1.StatusReasonInvalid},
+	{name: "an unknown route TLS mode is refused", edits: []edit{set("spec.routes.tls", map[string]any{"mode": "SelfSigned"})}, field: "spec.routes.tls.mode", reason: metav1.StatusReasonInvalid},
+	{name: "a privileged sidecar is refused", edits: []edit{set("spec.podTemplate.spec.containers", []any{map[string]any{
+		"name": "debug", "image": "busybox:1.37", "securityContext": map[string]any{"privileged": true}}})}, field: "spec.podTemplate.spec.containers", reason: metav1.StatusReasonInvalid},
+	{name: "the nats container's ports cannot be changed", edits: []edit{set("spec.podTemplate.spec.containers", []any{map[string]any{
+		"name": "nats", "ports": []any{map[string]any{"name": "client", "containerPort": int64(14222)}}}})}, field: "spec.podTemplate.spec.containers", reason: metav1.StatusReasonInvalid},
+	{name: "tolerations of the wrong type are refused", edits: []edit{set("spec.podTemplate.spec.tolerations", "all")}, field: "spec.podTemplate.spec.tolerations", reason: metav1.StatusReasonInvalid},
+	{name: "a pod running as root is refused", edits: []edit{set("spec.podTemplate.spec.securityContext", map[string]any{"runAsUser": int64(0)})}, field: "spec.podTemplate.spec.securityContext.runAsUser", reason: metav1.StatusReasonInvalid},
+	{name: "the nats container's image cannot be set in the podTemplate", edits: []edit{set("spec.podTemplate.spec.containers", []any{map[string]any{
+		"name": "nats", "image": "nats:2.14.0"}})}, field: "spec.podTemplate.spec.containers", reason: metav1.StatusReasonInvalid},
+	{name: "a volume named like the controller's is refused", edits: []edit{set("spec.podTemplate.spec.volumes", []any{map[string]any{
+		"name": "config", "emptyDir": map[string]any{}}})}, field: "spec.podTemplate.spec.volumes", reason: metav1.StatusReasonInvalid},
+	{name: "a sidecar without an image is refused", edits: []edit{set("spec.podTemplate.spec.containers", []any{map[string]any{"name": "sidecar"}})}, field: "spec.podTemplate.spec.containers", reason: metav1.StatusReasonInvalid},
+	{name: "the nats container's probe checks cannot be changed", edits: []edit{set("spec.podTemplate.spec.containers", []any{map[string]any{
+		"name": "nats", "readinessProbe": map[string]any{"tcpSocket": map[string]any{"port": int64(4222)}}}})}, field: "spec.podTemplate.spec.containers", reason: metav1.StatusReasonInvalid},
+	{name: "a lame duck duration under 30s is refused", edits: []edit{set("spec.lameDuck.duration", "10s")}, field: "spec.lameDuck.duration", reason: metav1.StatusReasonInvalid},
+	{name: "a lame duck duration that is not a duration is refused", edits: []edit{set("spec.lameDuck.duration", "soon")}, field: "spec.lameDuck.duration", reason: metav1.StatusReasonInvalid},
+	{name: "a lame duck grace period of 0 is refused (nats-server would take its default 10s)", edits: []edit{set("spec.lameDuck.gracePeriod", "0s")}, field: "spec.lameDuck.gracePeriod", reason: metav1.StatusReasonInvalid},
+	{name: "a lame duck grace period under 1s is refused", edits: []edit{set("spec.lameDuck.gracePeriod", "500ms")}, field: "spec.lameDuck.gracePeriod", reason: metav1.StatusReasonInvalid},
+	{name: "a lame duck grace period as long as the default duration is refused", edits: []edit{set("spec.lameDuck.gracePeriod", "30s")}, field: "spec.lameDuck.gracePeriod", reason: metav1.StatusReasonInvalid},
+	{name: "a lame duck grace period longer than the duration is refused", edits: []edit{set("spec.lameDuck", map[string]any{"duration": "40s", "gracePeriod": "1m"})}, field: "spec.lameDuck.gracePeriod", reason: metav1.StatusReasonInvalid},
+	{name: "an update to a lame duck grace period as long as the duration is refused", update: true, edits: []edit{set("spec.lameDuck", map[string]any{"duration": "45s", "gracePeriod": "45s"})}, field: "spec.lameDuck.gracePeriod", reason: metav1.StatusReasonInvalid},
+	{name: "nats resources in spec.resources and the podTemplate are refused", edits: []edit{
+		set("spec.resources", map[string]any{"limits": map[string]any{"memory": "1Gi"}}),
+		set("spec.podTemplate.spec.containers", []any{map[string]any{"name": "nats", "resources": map[string]any{"limits": map[string]any{"memory": "2Gi"}}}}),
+	}, field: "spec.podTemplate.spec.containers", reason: metav1.StatusReasonInvalid},
+}
+
 func TestBadNatsClustersAreRefusedNamingTheField(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		// update, if set, is applied to an accepted valid NatsCluster;
-		// otherwise edits make a NatsCluster to create.
-		update bool
-		edits  []edit
-		// field is the path the error must name.
-		field string
-		// reason is the status reason of the refusal.
-		reason metav1.StatusReason
-	}{
-		{name: "a version that is not semver is refused", edits: []edit{set("spec.version", "2.15")}, field: "spec.version", reason: metav1.StatusReasonInvalid},
-		{name: "a version with a leading v is refused", edits: []edit{set("spec.version", "v2.15.2")}, field: "spec.version", reason: metav1.StatusReasonInvalid},
-		{name: "an empty version is refused", edits: []edit{set("spec.version", "")}, field: "spec.version", reason: metav1.StatusReasonInvalid},
-		{name: "a missing version is refused", edits: []edit{remove("spec.version")}, field: "spec.version", reason: metav1.StatusReasonInvalid},
-		{name: "an update moving the minor version up by two is refused", update: true, edits: []edit{set("spec.version", "2.17.0")}, field: "spec.version", reason: metav1.StatusReasonInvalid},
-		{name: "an update moving the minor version down by two is refused", update: true, edits: []edit{set("spec.version", "2.13.9")}, field: "spec.version", reason: metav1.StatusReasonInvalid},
-		{name: "an update changing the major version is refused", update: true, edits: []edit{set("spec.version", "3.15.2")}, field: "spec.version", reason: metav1.StatusReasonInvalid},
-		{name: "zero replicas are refused", edits: []edit{set("spec.replicas", int64(0))}, field: "spec.replicas", reason: metav1.StatusReasonInvalid},
-		{name: "negative replicas are refused", edits: []edit{set("spec.replicas", int64(-1))}, field: "spec.replicas", reason: metav1.StatusReasonInvalid},
-		{name: "missing replicas are refused", edits: []edit{remove("spec.replicas")}, field: "spec.replicas", reason: metav1.StatusReasonInvalid},
-		{name: "one server with JetStream is refused", edits: []edit{set("spec.replicas", int64(1))}, field: "spec.replicas", reason: metav1.StatusReasonInvalid},
-		{name: "scaling a JetStream cluster down to one server is refused", update: true, edits: []edit{set("spec.replicas", int64(1))}, field: "spec.replicas", reason: metav1.StatusReasonInvalid},
-		{name: "a malformed image digest is refused", edits: []edit{set("spec.image.digest", "sha256:xyz")}, field: "spec.image.digest", reason: metav1.StatusReasonInvalid},
-		{name: "an image digest in upper case hex is refused", edits: []edit{set("spec.image.digest", "sha256:"+strings.Repeat("AB", 32))}, field: "spec.image.digest", reason: metav1.StatusReasonInvalid},
-		{name: "the Memory resolver is refused", edits: []edit{set("spec.auth.resolver", "Memory")}, field: "spec.auth.resolver", reason: metav1.StatusReasonInvalid},
-		{name: "auth without a trustRef is refused", edits: []edit{remove("spec.auth.trustRef")}, field: "spec.auth.trustRef", reason: metav1.StatusReasonInvalid},
-		{name: "a trustRef with an empty name is refused", edits: []edit{set("spec.auth.trustRef.name", "")}, field: "spec.auth.trustRef.name", reason: metav1.StatusReasonInvalid},
-		{name: "an accountTrustRef without a name is refused", edits: []edit{set("spec.auth.accountTrustRefs", []any{map[string]any{}})}, field: "spec.auth.accountTrustRefs[0].name", reason: metav1.StatusReasonInvalid},
-		{name: "two accountTrustRefs with the same name are refused", edits: []edit{set("spec.auth.accountTrustRefs", []any{map[string]any{"name": "a"}, map[string]any{"name": "a"}})}, field: "spec.auth.accountTrustRefs[1]", reason: metav1.StatusReasonInvalid},
-		{name: "a systemCredentials secretKeyRef without a name is refused", edits: []edit{remove("spec.auth.systemCredentials.secretKeyRef.name")}, field: "spec.auth.systemCredentials.secretKeyRef.name", reason: metav1.StatusReasonInvalid},
-		{name: "an unknown field is refused by strict field validation", edits: []edit{set("spec.foo", "bar")}, field: "spec.foo", reason: metav1.StatusReasonBadRequest},
-		{name: "an unknown nested field is refused by strict field validation", edits: []edit{set("spec.jetstream.storageClass", "fast")}, field: "spec.jetstream.storageClass", reason: metav1.StatusReasonBadRequest},
-		{name: "a negative maxFileStore is refused", edits: []edit{set("spec.jetstream.limits.maxFileStore", "-1Gi")}, field: "spec.jetstream.limits.maxFileStore", reason: metav1.StatusReasonInvalid},
-		{name: "a negative maxFileStore given as an integer is refused", edits: []edit{set("spec.jetstream.limits.maxFileStore", int64(-1))}, field: "spec.jetstream.limits.maxFileStore", reason: metav1.StatusReasonInvalid},
-		{name: "a negative maxMemoryStore is refused", edits: []edit{set("spec.jetstream.limits.maxMemoryStore", "-512Mi")}, field: "spec.jetstream.limits.maxMemoryStore", reason: metav1.StatusReasonInvalid},
-		{name: "a maxFileStore that is not a quantity is refused", edits: []edit{set("spec.jetstream.limits.maxFileStore", "lots")}, field: "spec.jetstream.limits.maxFileStore", reason: metav1.StatusReasonInvalid},
-		{name: "a server tag with an empty key is refused", edits: []edit{set("spec.serverTags", map[string]any{"": "eu"})}, field: "spec.serverTags", reason: metav1.StatusReasonInvalid},
-		{name: "a name with a dot is refused", edits: []edit{func(o map[string]any) { o["metadata"].(map[string]any)["name"] = "demo.eu" }}, field: "metadata.name", reason: metav1.StatusReasonInvalid},
-		{name: "a request larger than its limit is refused", edits: []edit{set("spec.resources.requests", map[string]any{"memory": "2Gi"})}, field: "spec.resources.requests", reason: metav1.StatusReasonInvalid},
-		{name: "a negative cpu limit is refused", edits: []edit{set("spec.resources.limits", map[string]any{"cpu": "-1"})}, field: "spec.resources.limits", reason: metav1.StatusReasonInvalid},
-		{name: "a resource other than cpu, memory and ephemeral-storage is refused", edits: []edit{set("spec.resources.limits", map[string]any{"nvidia.com/gpu": "1"})}, field: "spec.resources.limits", reason: metav1.StatusReasonInvalid},
-		{name: "resource claims are refused", edits: []edit{set("spec.resources.claims", []any{map[string]any{"name": "gpu"}})}, field: "spec.resources", reason: metav1.StatusReasonInvalid},
-		{name: "a claim template without a storage request is refused", edits: []edit{remove("spec.jetstream.volumeClaimTemplate.spec.resources")}, field: "spec.jetstream.volumeClaimTemplate.spec.resources", reason: metav1.StatusReasonInvalid},
-		{name: "a Block claim is refused", edits: []edit{set("spec.jetstream.volumeClaimTemplate.spec.volumeMode", "Block")}, field: "spec.jetstream.volumeClaimTemplate.spec.volumeMode", reason: metav1.StatusReasonInvalid},
-		{name: "ReadWriteOncePod with another access mode is refused", edits: []edit{set("spec.jetstream.volumeClaimTemplate.spec.accessModes", []any{"ReadWriteOncePod", "ReadWriteOnce"})}, field: "spec.jetstream.volumeClaimTemplate.spec.accessModes", reason: metav1.StatusReasonInvalid},
-		{name: "a storage class that is not a DNS subdomain is refused", edits: []edit{set("spec.jetstream.volumeClaimTemplate.spec.storageClassName", "Fast SSD")}, field: "spec.jetstream.volumeClaimTemplate.spec.storageClassName", reason: metav1.StatusReasonInvalid},
-		{name: "a claim label key with a space is refused", edits: []edit{set("spec.jetstream.volumeClaimTemplate.metadata.labels", map[string]any{"bad key": "x"})}, field: "spec.jetstream.volumeClaimTemplate.metadata.labels", reason: metav1.StatusReasonInvalid},
-		{name: "a claim label value of 64 characters is refused", edits: []edit{set("spec.jetstream.volumeClaimTemplate.metadata.labels", map[string]any{"team": strings.Repeat("v", 64)})}, field: "spec.jetstream.volumeClaimTemplate.metadata.labels.team", reason: metav1.StatusReasonInvalid},
-		{name: "a JetStream domain with a space is refused", edits: []edit{set("spec.jetstream.domain", "my hub")}, field: "spec.jetstream.domain", reason: metav1.StatusReasonInvalid},
-		{name: "client TLS with both a Secret and a Certificate is refused", edits: []edit{set("spec.tls", map[string]any{
-			"secret": map[string]any{"name": "demo-tls"}, "certificate": map[string]any{"issuerRef": map[string]any{"name": "ca"}}})}, field: "spec.tls", reason: metav1.StatusReasonInvalid},
-		{name: "client TLS with neither a Secret nor a Certificate is refused", edits: []edit{set("spec.tls", map[string]any{"verifyClients": true})}, field: "spec.tls", reason: metav1.StatusReasonInvalid},
-		{name: "a client TLS key name with a slash is refused", edits: []edit{set("spec.tls", map[string]any{"secret": map[string]any{"name": "demo-tls", "certKey": "certs/tls.crt"}})}, field: "spec.tls.secret.certKey", reason: metav1.StatusReasonInvalid},
-		{name: "a client TLS Secret name in upper case is refused", edits: []edit{set("spec.tls", map[string]any{"secret": map[string]any{"name": "Demo-TLS"}})}, field: "spec.tls.secret.name", reason: metav1.StatusReasonInvalid},
-		{name: "a Certificate issuer of another kind is refused", edits: []edit{set("spec.tls", map[string]any{"certificate": map[string]any{"issuerRef": map[string]any{"name": "ca", "kind": "Vault"}}})}, field: "spec.tls.certificate.issuerRef.kind", reason: metav1.StatusReasonInvalid},
-		{name: "route TLS mode Secret without a Secret is refused", edits: []edit{set("spec.routes.tls", map[string]any{"mode": "Secret"})}, field: "spec.routes.tls.secret", reason: metav1.StatusReasonInvalid},
-		{name: "route TLS Disabled with a Secret is refused", edits: []edit{set("spec.routes.tls", map[string]any{"mode": "Disabled", "secret": map[string]any{"name": "x"}})}, field: "spec.routes.tls.secret", reason: metav1.StatusReasonInvalid},
-		{name: "an unknown route TLS mode is refused", edits: []edit{set("spec.routes.tls", map[string]any{"mode": "SelfSigned"})}, field: "spec.routes.tls.mode", reason: metav1.StatusReasonInvalid},
-		{name: "a privileged sidecar is refused", edits: []edit{set("spec.podTemplate.spec.containers", []any{map[string]any{
-			"name": "debug", "image": "busybox:1.37", "securityContext": map[string]any{"privileged": true}}})}, field: "spec.podTemplate.spec.containers", reason: metav1.StatusReasonInvalid},
-		{name: "the nats container's ports cannot be changed", edits: []edit{set("spec.podTemplate.spec.containers", []any{map[string]any{
-			"name": "nats", "ports": []any{map[string]any{"name": "client", "containerPort": int64(14222)}}}})}, field: "spec.podTemplate.spec.containers", reason: metav1.StatusReasonInvalid},
-		{name: "tolerations of the wrong type are refused", edits: []edit{set("spec.podTemplate.spec.tolerations", "all")}, field: "spec.podTemplate.spec.tolerations", reason: metav1.StatusReasonInvalid},
-		{name: "a pod running as root is refused", edits: []edit{set("spec.podTemplate.spec.securityContext", map[string]any{"runAsUser": int64(0)})}, field: "spec.podTemplate.spec.securityContext.runAsUser", reason: metav1.StatusReasonInvalid},
-		{name: "the nats container's image cannot be set in the podTemplate", edits: []edit{set("spec.podTemplate.spec.containers", []any{map[string]any{
-			"name": "nats", "image": "nats:2.14.0"}})}, field: "spec.podTemplate.spec.containers", reason: metav1.StatusReasonInvalid},
-		{name: "a volume named like the controller's is refused", edits: []edit{set("spec.podTemplate.spec.volumes", []any{map[string]any{
-			"name": "config", "emptyDir": map[string]any{}}})}, field: "spec.podTemplate.spec.volumes", reason: metav1.StatusReasonInvalid},
-		{name: "a sidecar without an image is refused", edits: []edit{set("spec.podTemplate.spec.containers", []any{map[string]any{"name": "sidecar"}})}, field: "spec.podTemplate.spec.containers", reason: metav1.StatusReasonInvalid},
-		{name: "the nats container's probe checks cannot be changed", edits: []edit{set("spec.podTemplate.spec.containers", []any{map[string]any{
-			"name": "nats", "readinessProbe": map[string]any{"tcpSocket": map[string]any{"port": int64(4222)}}}})}, field: "spec.podTemplate.spec.containers", reason: metav1.StatusReasonInvalid},
-		{name: "a lame duck duration under 30s is refused", edits: []edit{set("spec.lameDuck.duration", "10s")}, field: "spec.lameDuck.duration", reason: metav1.StatusReasonInvalid},
-		{name: "a lame duck duration that is not a duration is refused", edits: []edit{set("spec.lameDuck.duration", "soon")}, field: "spec.lameDuck.duration", reason: metav1.StatusReasonInvalid},
-		{name: "a lame duck grace period of 0 is refused (nats-server would take its default 10s)", edits: []edit{set("spec.lameDuck.gracePeriod", "0s")}, field: "spec.lameDuck.gracePeriod", reason: metav1.StatusReasonInvalid},
-		{name: "a lame duck grace period under 1s is refused", edits: []edit{set("spec.lameDuck.gracePeriod", "500ms")}, field: "spec.lameDuck.gracePeriod", reason: metav1.StatusReasonInvalid},
-		{name: "a lame duck grace period as long as the default duration is refused", edits: []edit{set("spec.lameDuck.gracePeriod", "30s")}, field: "spec.lameDuck.gracePeriod", reason: metav1.StatusReasonInvalid},
-		{name: "a lame duck grace period longer than the duration is refused", edits: []edit{set("spec.lameDuck", map[string]any{"duration": "40s", "gracePeriod": "1m"})}, field: "spec.lameDuck.gracePeriod", reason: metav1.StatusReasonInvalid},
-		{name: "an update to a lame duck grace period as long as the duration is refused", update: true, edits: []edit{set("spec.lameDuck", map[string]any{"duration": "45s", "gracePeriod": "45s"})}, field: "spec.lameDuck.gracePeriod", reason: metav1.StatusReasonInvalid},
-		{name: "nats resources in spec.resources and the podTemplate are refused", edits: []edit{
-			set("spec.resources", map[string]any{"limits": map[string]any{"memory": "1Gi"}}),
-			set("spec.podTemplate.spec.containers", []any{map[string]any{"name": "nats", "resources": map[string]any{"limits": map[string]any{"memory": "2Gi"}}}}),
-		}, field: "spec.podTemplate.spec.containers", reason: metav1.StatusReasonInvalid},
-	} {
+	for _, tc := range badClusters {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
