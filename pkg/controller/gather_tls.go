@@ -39,11 +39,12 @@ func (g *gatherer) gatherTLS(ctx context.Context, f *facts, now time.Time) error
 		f.tls.Routes = files
 	case clusterv1beta1.RouteTLSSecret:
 		ref := nc.Spec.Routes.TLS.Secret
-		files, _, err := g.gatherTLSSecret(ctx, nc, ref, "spec.routes.tls.secret", true)
+		files, ca, err := g.gatherTLSSecret(ctx, nc, ref, "spec.routes.tls.secret", true)
 		if err != nil {
 			return err
 		}
 		files.Verify = true
+		files.CADigest = secretDigest(ca)
 		f.tls.Routes = files
 	}
 	if t := nc.Spec.TLS; t != nil && t.Certificate != nil {
@@ -169,7 +170,7 @@ func (g *gatherer) gatherGeneratedRouteTLS(ctx context.Context, f *facts, now ti
 		f.routeTLSSecrets = append(f.routeTLSSecrets, ownedSecret(nc, nc.Name+routesTLSSuffix, leafSecret, data))
 	}
 	return &render.TLSFiles{Secret: nc.Name + routesTLSSuffix, CertKey: keyCert, KeyKey: keyKey, CAKey: keyCA, Verify: true,
-		Digest: secretDigest(data[keyCert], data[keyKey], data[keyCA])}, nil
+		Digest: secretDigest(data[keyCert], data[keyKey], data[keyCA]), CADigest: secretDigest(data[keyCA])}, nil
 }
 
 // ownedSecret is a Secret of the cluster with data: old updated, or a new

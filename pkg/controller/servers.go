@@ -156,6 +156,16 @@ func (c *Controller) writeConfigMap(ctx context.Context, got, want *corev1.Confi
 	updated := got.DeepCopy()
 	updated.Labels = want.Labels
 	updated.Data = want.Data
+	// The route CA the server is given with this config (a step writes
+	// it): what it will check new routes against.
+	if ca, ok := want.Annotations[clusterv1beta1.AnnotationRoutesCA]; ok {
+		if updated.Annotations == nil {
+			updated.Annotations = map[string]string{}
+		}
+		updated.Annotations[clusterv1beta1.AnnotationRoutesCA] = ca
+	} else {
+		delete(updated.Annotations, clusterv1beta1.AnnotationRoutesCA)
+	}
 	_, err := c.kubeClient.CoreV1().ConfigMaps(updated.Namespace).Update(ctx, updated, metav1.UpdateOptions{FieldManager: FieldManager})
 	c.countWrite("configmaps", "update")
 	if err != nil {

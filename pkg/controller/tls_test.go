@@ -154,3 +154,56 @@ func TestAMissingRouteCAUnderRunningServersHolds(t *testing.T) {
 		}
 	}
 }
+
+// The user's route TLS Secret given a certificate of another CA is never
+// rolled one server at a time (servers on different CAs cannot route to
+// each other: TestTLSRouteNewCAOneServerAtATime): held with
+// UnsupportedChange naming another route CA and restart-all, nothing
+// written but status. A new certificate under the same CA rolls as before.
+func TestAnotherRouteCAInTheUsersSecretIsHeld(t *testing.T) {
+	now := time.Now()
+	caA, _ := pki.NewCA("user CA", now)
+	caB, _ := pki.NewCA("another CA", now)
+	names := []string{"*.demo-headless.ns.svc"}
+	secret := func(ca pki.Pair, rv string) *corev1.Secret {
+		leaf, _ := pki.Issue(ca, "routes", names, now)
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "my-routes", ResourceVersion: rv},
+			Data: map[string][]byte{"crt": leaf.Cert, "key": leaf.Key, "ca": ca.Cert}}
+	}
+	f := newFixture(t, withRouteSecret(rt.NewCluster("ns", "demo"), "my-routes"), secret(caA, "1"))
+	first := writtenStatus(f.sync())
+	f.keepObjects()
+	for _, o := range f.kubeObjects {
+		if cm, ok := o.(*corev1.ConfigMap); ok && cm.Annotations[clusterv1beta1.AnnotationRoutesCA] == "" {
+			t.Fatalf("ConfigMap %s does not record its route CA", cm.Name)
+		}
+	}
+	replace := func(s *corev1.Secret) {
+		for i, o := range f.kubeObjects {
+			if old, ok := o.(*corev1.Secret); ok && old.Name == s.Name {
+				f.kubeObjects[i] = s
+			}
+		}
+	}
+	f.nc = first
+	// The same CA, a new certificate: not held (it rolls once the gate
+	// opens; this cluster is not observed).
+	replace(secret(caA, "2"))
+	if c := conditionIn(writtenStatus(writes(f.sync())), clusterv1beta1.ConditionProgressing); c.Reason == clusterv1beta1.ReasonUnsupportedChange {
+		t.Errorf("a new certificate under the same CA is held: %s", c.Message)
+	}
+
+	f.keepObjects()
+	replace(secret(caB, "3"))
+	acts := writes(f.sync())
+	for _, w := range describe(acts) {
+		if strings.Contains(w, "configmaps") || strings.Contains(w, "statefulsets") || strings.Contains(w, "pods") {
+			t.Errorf("%s with another route CA", w)
+		}
+	}
+	c := conditionIn(writtenStatus(acts), clusterv1beta1.ConditionProgressing)
+	if c.Reason != clusterv1beta1.ReasonUnsupportedChange || !strings.Contains(c.Message, "another route CA cannot roll out one server at a time") ||
+		!strings.Contains(c.Message, clusterv1beta1.AnnotationRestartAll) {
+		t.Errorf("Progressing %s %q, want UnsupportedChange naming another route CA and restart-all", c.Reason, c.Message)
+	}
+}

@@ -60,6 +60,10 @@ type Facts struct {
 	// Secrets (server_metadata): another one is a new certificate.
 	RoutesCertificate string
 	ClientCertificate string
+	// RoutesCA is a digest of the route CA the server was given (the
+	// AnnotationRoutesCA of its ConfigMap; TLSFiles.CADigest for the
+	// target); empty when not known (a ConfigMap of an older release).
+	RoutesCA string
 	// LameDuckDuration and LameDuckGracePeriod are lame_duck_duration and
 	// lame_duck_grace_period as the config holds them (30s, 10s).
 	LameDuckDuration    string

@@ -267,7 +267,7 @@ func renderObjects(in Input) (*Output, error) {
 			Ordinal:          i,
 			Revision:         serverRevision(cfg, tmplRev),
 			Config:           cfg,
-			Facts:            factsOf(c, nc.Spec.Version, auth.Operator),
+			Facts:            withRoutesCA(factsOf(c, nc.Spec.Version, auth.Operator), in.TLS.Routes),
 			StatefulSet:      sts,
 			TemplateRevision: tmplRev,
 			configDigest:     digest(cfg),
@@ -285,6 +285,9 @@ func renderObjects(in Input) (*Output, error) {
 		}
 		s.Config = cfg
 		s.ConfigMap = configMap(nc, s.Ordinal, cfg)
+		if s.Facts.RoutesCA != "" {
+			s.ConfigMap.Annotations = map[string]string{clusterv1beta1.AnnotationRoutesCA: s.Facts.RoutesCA}
+		}
 		s.StatefulSet.Spec.Template.Annotations[clusterv1beta1.AnnotationConfigRevision] = s.Revision
 		s.StatefulSet.Spec.Template.Annotations[clusterv1beta1.AnnotationTemplateRevision] = s.TemplateRevision
 		s.StatefulSet.Annotations = map[string]string{clusterv1beta1.AnnotationCreatedFor: out.Revision}

@@ -44,6 +44,9 @@ func readRunning(out *Output, running []RunningServer) {
 		target := &out.Servers[r.Ordinal]
 		sts := r.StatefulSet
 		rc, _ := ReadConfig(r.Config, ImageVersion(sts))
+		if r.ConfigMap != nil && rc.Facts.RouteTLS {
+			rc.Facts.RoutesCA = r.ConfigMap.Annotations[clusterv1beta1.AnnotationRoutesCA]
+		}
 		run := &Running{
 			ConfigRevision:   rc.Revision,
 			Facts:            rc.Facts,
@@ -135,4 +138,12 @@ func RunningRouteTLS(running []RunningServer) []string {
 		}
 	}
 	return out
+}
+
+// withRoutesCA sets the target's RoutesCA from its route TLS files.
+func withRoutesCA(f Facts, routes *TLSFiles) Facts {
+	if f.RouteTLS && routes != nil {
+		f.RoutesCA = routes.CADigest
+	}
+	return f
 }

@@ -36,6 +36,10 @@ type TLSFiles struct {
 	// certificate changes the config (server_metadata), and so the server's
 	// revision, which a reload applies and the server then reports.
 	Digest string
+	// CADigest is a digest of the CA alone (routes): a new CA is no new
+	// certificate under the same one, and cannot roll one server at a
+	// time. Empty when unknown.
+	CADigest string
 	// Verify makes the server verify the peer's certificate against the CA
 	// (always for routes; spec.tls.verifyClients for clients).
 	Verify bool

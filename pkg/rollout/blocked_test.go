@@ -31,6 +31,9 @@ func TestClassifyComparesEveryFact(t *testing.T) {
 			from.RouteTLS = true
 		case "ClientCertificate":
 			from.ClientTLS = true
+		case "RoutesCA":
+			// Compared only when both are known, route TLS on.
+			from.RouteTLS, from.RoutesCA = true, "ca"
 		}
 		changed := from
 		v := reflect.ValueOf(&changed).Elem().Field(i)

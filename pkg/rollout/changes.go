@@ -53,6 +53,9 @@ type ConfigFacts struct {
 	// Secrets (server_metadata): another one is a new certificate.
 	RoutesCertificate string
 	ClientCertificate string
+	// RoutesCA is a digest of the route CA a server was given; empty when
+	// not known (a server an older release wrote).
+	RoutesCA string
 	// LameDuckDuration and LameDuckGracePeriod are lame_duck_duration and
 	// lame_duck_grace_period (30s, 10s).
 	LameDuckDuration    string
@@ -103,6 +106,12 @@ const (
 	// certificate in the TLS Secret (its digest), TLS staying on.
 	ChangeRouteCertificate  ChangeKind = "RouteCertificate"
 	ChangeClientCertificate ChangeKind = "ClientCertificate"
+	// ChangeRouteCA is another route CA (both known), route TLS staying on:
+	// each server checks every new route against the CA it loaded, so a
+	// server on the new CA and one on the old cannot route to each other
+	// (TestTLSRouteNewCAOneServerAtATime, and the route-compatibility
+	// matrix case "another route CA").
+	ChangeRouteCA ChangeKind = "RouteCA"
 	// ChangeLameDuck is another lame_duck_duration or
 	// lame_duck_grace_period (spec.lameDuck). Both are local to a server
 	// (how it leaves), so servers with either route and keep one meta
@@ -194,8 +203,10 @@ var effects = map[ChangeKind]Effect{
 	ChangeSystemUser:               {Reloads: true, ReloadsWithoutAuth: true, What: "adding or removing the controller's system user"},
 	ChangeRouteTLS: {Splits: true, What: "turning route TLS on or off",
 		Why: "a server with route TLS and one without cannot route to each other"},
-	ChangeClientTLS:         {What: "turning client TLS on or off, or requiring client certificates or no longer"},
-	ChangeRouteCertificate:  {ReloadsWithoutAuth: true, What: "a new route certificate"},
+	ChangeClientTLS:        {What: "turning client TLS on or off, or requiring client certificates or no longer"},
+	ChangeRouteCertificate: {ReloadsWithoutAuth: true, What: "a new route certificate"},
+	ChangeRouteCA: {Splits: true, What: "another route CA",
+		Why: "each server checks every new route against the CA it loaded: servers given different CAs cannot route to each other"},
 	ChangeClientCertificate: {ReloadsWithoutAuth: true, What: "a new client certificate"},
 	ChangeLameDuck:          {What: "other lame duck settings"},
 }
@@ -206,7 +217,7 @@ var changeOrder = []ChangeKind{
 	ChangeAddAuth, ChangeRemoveAuth, ChangeOperator, ChangeSystemAccount,
 	ChangeClusterName, ChangeJetStreamDomain, ChangeJetStream, ChangeJetStreamDomainAddRemove, ChangeVersion,
 	ChangeJetStreamLimitsRaised, ChangeJetStreamLimitsLowered, ChangeServerTags, ChangeAccounts, ChangeResolver, ChangeSystemUser,
-	ChangeRouteTLS, ChangeClientTLS, ChangeRouteCertificate, ChangeClientCertificate, ChangeLameDuck,
+	ChangeRouteTLS, ChangeRouteCA, ChangeClientTLS, ChangeRouteCertificate, ChangeClientCertificate, ChangeLameDuck,
 }
 
 // ChangeKinds returns every change kind in the order Changes lists them.
@@ -297,6 +308,9 @@ func Classify(running, target ConfigFacts) []Change {
 	}
 	if running.RouteTLS && target.RouteTLS && running.RoutesCertificate != target.RoutesCertificate {
 		add(ChangeRouteCertificate, "", "")
+	}
+	if running.RouteTLS && target.RouteTLS && running.RoutesCA != "" && target.RoutesCA != "" && running.RoutesCA != target.RoutesCA {
+		add(ChangeRouteCA, "", "")
 	}
 	if running.ClientTLS && target.ClientTLS && running.ClientCertificate != target.ClientCertificate {
 		add(ChangeClientCertificate, "", "")

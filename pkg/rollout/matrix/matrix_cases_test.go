@@ -184,6 +184,8 @@ func matrixCases(t testing.TB, tr *matrixTrust) []matrixCase {
 		{"turn route TLS on", one(ChangeRouteTLS), spec(), routeTLS(spec())},
 		{"turn route TLS off", one(ChangeRouteTLS), routeTLS(spec()), spec()},
 		{"new route certificate", one(ChangeRouteCertificate), routeTLS(spec()), rotated(routeTLS(spec()))},
+		// The new side's route files are of another CA (writeMatrixTLS).
+		{"another route CA", one(ChangeRouteCA), routeTLS(spec()), otherRouteCA(routeTLS(spec()))},
 		{"new client certificate", one(ChangeClientCertificate), clientTLS(spec()), rotatedClient(clientTLS(spec()))},
 		{"turn client TLS on", one(ChangeClientTLS), spec(), clientTLS(spec())},
 		{"turn client TLS off", one(ChangeClientTLS), clientTLS(spec()), spec()},
@@ -291,6 +293,12 @@ func serverRuns(t testing.TB, spec matrixSpec, out *render.Output, bins map[stri
 			if facts.ClientTLS {
 				runs[i].ClientCA = ca
 			}
+			if facts.RoutesCA == otherCADigest {
+				// The routes of this side trust, and present, another CA.
+				runs[i].Files = otherCAFiles(t, locals, locals[i].Dir)
+			} else {
+				runs[i].Files = matrixRouteFiles(t, locals, locals[i].Dir)
+			}
 		}
 	}
 	return runs
@@ -323,7 +331,19 @@ func tlsSpecs() (routeTLS, clientTLS, rotatedRoutes, rotatedClient func(matrixSp
 
 // matrixTLSFiles are the TLS Secrets a case renders with: the matrix writes
 // their files itself (writeMatrixTLS).
-var matrixTLSFiles = &render.TLSFiles{Secret: "demo-tls", CertKey: "tls.crt", KeyKey: "tls.key", CAKey: "ca.crt", Digest: "matrix", Verify: true}
+var matrixTLSFiles = &render.TLSFiles{Secret: "demo-tls", CertKey: "tls.crt", KeyKey: "tls.key", CAKey: "ca.crt", Digest: "matrix", CADigest: "matrix", Verify: true}
+
+// otherRouteCA gives the spec's routes a certificate of another CA:
+// writeMatrixTLS writes that CA's material for a server whose route
+// CADigest is otherCADigest.
+func otherRouteCA(s matrixSpec) matrixSpec {
+	f := *s.tls.Routes
+	f.CADigest = otherCADigest
+	s.tls.Routes = &f
+	return s
+}
+
+const otherCADigest = "other-ca"
 
 // writeMatrixTLS writes a CA and a certificate under it for every local
 // address (IP SANs: routes and clients dial the loopback addresses) into
@@ -338,14 +358,7 @@ func writeMatrixTLS(t testing.TB, locals []rendertest.Local, dir string) []byte 
 	if matrixPKI.err != nil {
 		t.Fatal(matrixPKI.err)
 	}
-	var ips []net.IP
-	for _, l := range locals {
-		ips = append(ips, net.ParseIP(l.Host))
-	}
-	leaf, err := pki.IssueForIPs(matrixPKI.ca, "matrix", ips, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
+	leaf := issueForLocals(t, matrixPKI.ca, locals)
 	for _, sub := range []string{render.RoutesTLSDir, render.ClientTLSDir} {
 		d := filepath.Join(dir, "config", sub)
 		if err := os.MkdirAll(d, 0o700); err != nil {
@@ -358,6 +371,57 @@ func writeMatrixTLS(t testing.TB, locals []rendertest.Local, dir string) []byte 
 		}
 	}
 	return matrixPKI.ca.Cert
+}
+
+// matrixRouteFiles are the route TLS files of writeMatrixTLS, to be
+// written again when a server of a side starts (the other side of the
+// case may have written another CA's there).
+func matrixRouteFiles(t testing.TB, locals []rendertest.Local, dir string) map[string][]byte {
+	t.Helper()
+	d := filepath.Join(dir, "config", render.RoutesTLSDir)
+	out := map[string][]byte{}
+	for _, name := range []string{"tls.crt", "tls.key", "ca.crt"} {
+		b, err := os.ReadFile(filepath.Join(d, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[filepath.Join(d, name)] = b
+	}
+	return out
+}
+
+// otherCAFiles are route TLS files of a second CA: a certificate of it for
+// every local address, and it alone as the CA routes are checked against.
+func otherCAFiles(t testing.TB, locals []rendertest.Local, dir string) map[string][]byte {
+	t.Helper()
+	otherPKI.once.Do(func() { otherPKI.ca, otherPKI.err = pki.NewCA("matrix other CA", time.Now()) })
+	if otherPKI.err != nil {
+		t.Fatal(otherPKI.err)
+	}
+	leaf := issueForLocals(t, otherPKI.ca, locals)
+	d := filepath.Join(dir, "config", render.RoutesTLSDir)
+	return map[string][]byte{filepath.Join(d, "tls.crt"): leaf.Cert, filepath.Join(d, "tls.key"): leaf.Key, filepath.Join(d, "ca.crt"): otherPKI.ca.Cert}
+}
+
+// issueForLocals issues a certificate of ca for every local address (IP
+// SANs: routes and clients dial the loopback addresses).
+func issueForLocals(t testing.TB, ca pki.Pair, locals []rendertest.Local) pki.Pair {
+	t.Helper()
+	var ips []net.IP
+	for _, l := range locals {
+		ips = append(ips, net.ParseIP(l.Host))
+	}
+	leaf, err := pki.IssueForIPs(ca, "matrix", ips, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return leaf
+}
+
+var otherPKI struct {
+	once sync.Once
+	ca   pki.Pair
+	err  error
 }
 
 var matrixPKI struct {

@@ -65,6 +65,9 @@ type serverRun struct {
 	// ClientCA is the PEM CA of the servers' client certificate when the
 	// config has client TLS; nil otherwise.
 	ClientCA []byte
+	// Files are written (path: content) just before the server starts:
+	// its TLS material, which the two sides of a case may differ in.
+	Files map[string][]byte
 }
 
 // HasSystemUser reports whether the config has the controller's system user.
@@ -108,6 +111,14 @@ func (s *natsServer) start(t *testing.T, r serverRun) {
 	conf := filepath.Join(s.local.Dir, "nats.conf")
 	if err := os.WriteFile(conf, r.Config, 0o600); err != nil {
 		t.Fatal(err)
+	}
+	for path, b := range r.Files {
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	logPath := filepath.Join(s.local.Dir, "server.log")
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)

@@ -217,6 +217,10 @@ const (
 	// config revision the server's pod was last restarted for: a restart step
 	// writes it (so the StatefulSet replaces the pod), a reload would not.
 	AnnotationConfigRevision = "cluster.nats-operator.io/config-revision"
+	// AnnotationRoutesCA (on a server's ConfigMap) is a digest of the route
+	// CA the server was last given: the CA it checks every new route
+	// against. Another CA cannot roll one server at a time (RouteCA).
+	AnnotationRoutesCA = "cluster.nats-operator.io/routes-ca"
 	// AnnotationTemplateRevision is the pod template annotation carrying the
 	// template revision: a digest of the server's StatefulSet spec without
 	// the two revision annotations. A config-only change leaves it alone.
