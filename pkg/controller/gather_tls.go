@@ -11,8 +11,10 @@ import (
 	"crypto/tls"
 	"encoding/binary"
 	"encoding/hex"
+	"encoding/pem"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -44,7 +46,7 @@ func (g *gatherer) gatherTLS(ctx context.Context, f *facts, now time.Time) error
 			return err
 		}
 		files.Verify = true
-		files.CADigest = secretDigest(ca)
+		files.CADigest = caDigests(ca)
 		f.tls.Routes = files
 	}
 	if t := nc.Spec.TLS; t != nil && t.Certificate != nil {
@@ -170,7 +172,7 @@ func (g *gatherer) gatherGeneratedRouteTLS(ctx context.Context, f *facts, now ti
 		f.routeTLSSecrets = append(f.routeTLSSecrets, ownedSecret(nc, nc.Name+routesTLSSuffix, leafSecret, data))
 	}
 	return &render.TLSFiles{Secret: nc.Name + routesTLSSuffix, CertKey: keyCert, KeyKey: keyKey, CAKey: keyCA, Verify: true,
-		Digest: secretDigest(data[keyCert], data[keyKey], data[keyCA]), CADigest: secretDigest(data[keyCA])}, nil
+		Digest: secretDigest(data[keyCert], data[keyKey], data[keyCA]), CADigest: caDigests(data[keyCA])}, nil
 }
 
 // ownedSecret is a Secret of the cluster with data: old updated, or a new
@@ -243,4 +245,24 @@ func (g *gatherer) gatherCertificate(ctx context.Context, f *facts) error {
 	files.Verify = nc.Spec.TLS.VerifyClients
 	f.tls.Client, f.tlsCA = files, ca
 	return nil
+}
+
+// caDigests is render.TLSFiles.CADigest of a PEM CA bundle: the sorted,
+// comma-separated digests of each certificate in it, so that the planner
+// can tell a bundle that keeps a CA the servers trust (a rotation's first
+// and last steps) from another CA altogether.
+func caDigests(bundle []byte) string {
+	var out []string
+	for rest := bundle; ; {
+		var b *pem.Block
+		b, rest = pem.Decode(rest)
+		if b == nil {
+			break
+		}
+		if b.Type == "CERTIFICATE" {
+			out = append(out, secretDigest(b.Bytes))
+		}
+	}
+	slices.Sort(out)
+	return strings.Join(slices.Compact(out), ",")
 }

@@ -159,7 +159,8 @@ func TestAMissingRouteCAUnderRunningServersHolds(t *testing.T) {
 // rolled one server at a time (servers on different CAs cannot route to
 // each other: TestTLSRouteNewCAOneServerAtATime): held with
 // UnsupportedChange naming another route CA and restart-all, nothing
-// written but status. A new certificate under the same CA rolls as before.
+// written but status. A new certificate under the same CA, and a bundle
+// that keeps the CA the servers trust, roll as before.
 func TestAnotherRouteCAInTheUsersSecretIsHeld(t *testing.T) {
 	now := time.Now()
 	caA, _ := pki.NewCA("user CA", now)
@@ -193,8 +194,17 @@ func TestAnotherRouteCAInTheUsersSecretIsHeld(t *testing.T) {
 		t.Errorf("a new certificate under the same CA is held: %s", c.Message)
 	}
 
+	// A bundle of both CAs (a rotation's first step): not held either; it
+	// reloads one server at a time (TestTLSRouteRotation).
+	bundle := secret(caA, "3")
+	bundle.Data["ca"] = append(append([]byte{}, caA.Cert...), caB.Cert...)
+	replace(bundle)
+	if c := conditionIn(writtenStatus(writes(f.sync())), clusterv1beta1.ConditionProgressing); c.Reason == clusterv1beta1.ReasonUnsupportedChange {
+		t.Errorf("a bundle keeping the CA the servers trust is held: %s", c.Message)
+	}
+
 	f.keepObjects()
-	replace(secret(caB, "3"))
+	replace(secret(caB, "4"))
 	acts := writes(f.sync())
 	for _, w := range describe(acts) {
 		if strings.Contains(w, "configmaps") || strings.Contains(w, "statefulsets") || strings.Contains(w, "pods") {

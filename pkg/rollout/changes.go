@@ -53,8 +53,10 @@ type ConfigFacts struct {
 	// Secrets (server_metadata): another one is a new certificate.
 	RoutesCertificate string
 	ClientCertificate string
-	// RoutesCA is a digest of the route CA a server was given; empty when
-	// not known (a server an older release wrote).
+	// RoutesCA are the digests of the route CA certificates a server was
+	// given (comma-separated, sorted); empty when not known (a server an
+	// older release wrote). Only a CA set sharing none of them is another
+	// route CA.
 	RoutesCA string
 	// LameDuckDuration and LameDuckGracePeriod are lame_duck_duration and
 	// lame_duck_grace_period (30s, 10s).
@@ -309,7 +311,7 @@ func Classify(running, target ConfigFacts) []Change {
 	if running.RouteTLS && target.RouteTLS && running.RoutesCertificate != target.RoutesCertificate {
 		add(ChangeRouteCertificate, "", "")
 	}
-	if running.RouteTLS && target.RouteTLS && running.RoutesCA != "" && target.RoutesCA != "" && running.RoutesCA != target.RoutesCA {
+	if running.RouteTLS && target.RouteTLS && running.RoutesCA != "" && target.RoutesCA != "" && disjoint(running.RoutesCA, target.RoutesCA) {
 		add(ChangeRouteCA, "", "")
 	}
 	if running.ClientTLS && target.ClientTLS && running.ClientCertificate != target.ClientCertificate {
@@ -399,4 +401,21 @@ func mergeChanges(lists ...[]Change) []Change {
 		}
 	}
 	return out
+}
+
+// disjoint says whether two RoutesCA lists (comma-separated certificate
+// digests) share no certificate: a bundle that keeps a CA the servers
+// trust (the first and last steps of a rotation, each a reload) is no
+// other CA.
+func disjoint(a, b string) bool {
+	in := map[string]bool{}
+	for _, x := range strings.Split(a, ",") {
+		in[x] = true
+	}
+	for _, y := range strings.Split(b, ",") {
+		if in[y] {
+			return false
+		}
+	}
+	return true
 }

@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -73,5 +74,35 @@ func TestLameDuckSettingsAreOneChangeThatRestartsOneServerAtATime(t *testing.T) 
 	c := Change{Kind: ChangeLameDuck, From: "duration 30s, grace period 10s", To: "duration 30s, grace period 1s"}
 	if got, want := c.String(), "other lame duck settings (duration 30s, grace period 10s -> duration 30s, grace period 1s)"; got != want {
 		t.Errorf("String() = %q, want %q", got, want)
+	}
+}
+
+// Another route CA is a CA set that shares no certificate with the one the
+// servers were given: a bundle keeping one (a rotation's first and last
+// steps) is not; unknown (a server an older release wrote) is not either.
+func TestAnotherRouteCAIsADisjointCASet(t *testing.T) {
+	tls := func(ca string) ConfigFacts {
+		f := baseFacts()
+		f.RouteTLS, f.RoutesCA, f.RoutesCertificate = true, ca, "cert-"+ca
+		return f
+	}
+	for _, tc := range []struct {
+		from, to string
+		split    bool
+	}{
+		{"a", "b", true},
+		{"a", "a,b", false},
+		{"a,b", "b", false},
+		{"a,b", "c,d", true},
+		{"", "b", false},
+		{"a", "", false},
+	} {
+		var kinds []ChangeKind
+		for _, c := range Classify(tls(tc.from), tls(tc.to)) {
+			kinds = append(kinds, c.Kind)
+		}
+		if got := slices.Contains(kinds, ChangeRouteCA); got != tc.split {
+			t.Errorf("route CA %q -> %q: kinds %v; another route CA %v, want %v", tc.from, tc.to, kinds, got, tc.split)
+		}
 	}
 }
