@@ -186,6 +186,7 @@ func matrixCases(t testing.TB, tr *matrixTrust) []matrixCase {
 		{"new route certificate", one(ChangeRouteCertificate), routeTLS(spec()), rotated(routeTLS(spec()))},
 		// The new side's route files are of another CA (writeMatrixTLS).
 		{"another route CA", one(ChangeRouteCA), routeTLS(spec()), otherRouteCA(routeTLS(spec()))},
+		{"another route CA, with auth", one(ChangeRouteCA), routeTLS(authed(tr.a)), otherRouteCA(routeTLS(authed(tr.a)))},
 		{"new client certificate", one(ChangeClientCertificate), clientTLS(spec()), rotatedClient(clientTLS(spec()))},
 		{"turn client TLS on", one(ChangeClientTLS), spec(), clientTLS(spec())},
 		{"turn client TLS off", one(ChangeClientTLS), clientTLS(spec()), spec()},
