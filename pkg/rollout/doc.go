@@ -84,7 +84,11 @@
 //   - deletion.go: a NatsCluster being deleted: hold or release the finalizer.
 //   - blocked.go: the holds before any server is created or touched.
 //   - dataloss.go, stuck.go: restarts that would lose the only copy of a
-//     stream; a down server stepped through a closed gate.
+//     stream (or what a hung server without a volume holds); a down server
+//     stepped through a closed gate.
+//   - quorum.go: restarts that would leave a Raft group without a majority
+//     of current members (QuorumLossOnRestart), and the fault-tolerance
+//     figure of status.jetstream.faultTolerance.
 //   - changes.go: ConfigFacts, the change kinds and which of them split a
 //     cluster or reset JetStream (established by matrix/matrix_test.go
 //     against real nats-server processes) or can be applied by a config
