@@ -294,6 +294,8 @@ func tlsNotReloaded(kinds []ChangeKind) string {
 			return "route TLS on or off: a reload is accepted, but established routes keep their TLS until they reconnect (TestTLSRouteReload)"
 		case ChangeClientTLS:
 			return "client TLS on or off: a reload is accepted, but established clients keep their connection as it was (TestTLSClientReload)"
+		case ChangeRouteCA:
+			return "another route CA: a reload is accepted and keeps established routes, hiding the split until a route reconnects (TestTLSRouteNewCAOneServerAtATime)"
 		}
 	}
 	return ""
