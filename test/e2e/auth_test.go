@@ -54,8 +54,12 @@ func requireContains(t *testing.T, what, s string, subs ...string) {
 	}
 }
 
-// objectVersions returns the resourceVersion of every StatefulSet and
-// ConfigMap of the cluster and the UID of every pod.
+// objectVersions returns what the controller writes of every StatefulSet
+// (its generation, which a template or replicas change bumps, and its
+// annotations, where a reload is recorded: not its resourceVersion, which
+// the StatefulSet controller's status updates move), the resourceVersion of
+// every ConfigMap (only the controller writes them) and the UID of every
+// pod.
 func objectVersions(ctx context.Context, t *testing.T, s *framework.Stack, ns string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
@@ -65,7 +69,7 @@ func objectVersions(ctx context.Context, t *testing.T, s *framework.Stack, ns st
 		t.Fatal(err)
 	}
 	for _, o := range stss.Items {
-		out["statefulset/"+o.Name] = o.ResourceVersion
+		out["statefulset/"+o.Name] = fmt.Sprintf("generation %d, annotations %v", o.Generation, o.Annotations)
 	}
 	cms, err := s.Kube.CoreV1().ConfigMaps(ns).List(ctx, sel)
 	if err != nil {

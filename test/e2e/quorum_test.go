@@ -159,7 +159,7 @@ func TestATwoServerJetStreamClusterHoldsEachRestartUntilForced(t *testing.T) {
 		before := objectVersions(ctx, t, s, s.NS)
 		time.Sleep(heldFor)
 		if after := objectVersions(ctx, t, s, s.NS); !equalMaps(after, before) {
-			t.Fatalf("a server object was written or a pod restarted while held before %s", server)
+			t.Fatalf("a server object was written or a pod restarted while held before %s:\nbefore %v\nafter  %v", server, before, after)
 		}
 		patchCluster(ctx, t, s, `{"metadata":{"annotations":{"`+clusterv1beta1.AnnotationForceStep+`":"`+server+`"}}}`)
 		forced = append(forced, server)
