@@ -4,6 +4,7 @@
 //
 // A condition is a func() error: nil when it holds, otherwise an error that
 // says what is not there yet, so a test that times out reports the last
-// reason rather than only that it waited. Unit tests do not poll (see
-// STYLE.md); this package is for tests against real processes.
+// reason rather than only that it waited. Unit tests do not poll (they
+// drive the code under test step by step); this package is for tests
+// against real processes.
 package poll

@@ -13,6 +13,7 @@ package render
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -93,7 +94,7 @@ func validateSpecResources(s *clusterv1beta1.NatsClusterSpec) error {
 	for part, list := range map[string]corev1.ResourceList{"limits": r.Limits, "requests": r.Requests} {
 		for name, q := range list {
 			field := "spec.resources." + part
-			if !containsName(specResourceNames, name) {
+			if !slices.Contains(specResourceNames, name) {
 				return &SpecError{Field: field, Message: part + " may name only cpu, memory and ephemeral-storage"}
 			}
 			if q.Sign() < 0 {
@@ -115,15 +116,6 @@ func validateSpecResources(s *clusterv1beta1.NatsClusterSpec) error {
 		}
 	}
 	return nil
-}
-
-func containsName(names []corev1.ResourceName, n corev1.ResourceName) bool {
-	for _, x := range names {
-		if x == n {
-			return true
-		}
-	}
-	return false
 }
 
 // validateStoredJetStream: limits not negative, a domain of letters,
