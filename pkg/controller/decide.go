@@ -36,7 +36,8 @@ type plan struct {
 	out      *render.Output
 	input    rollout.Input
 	decision rollout.Decision
-	// systemUserSecret is the system user Secret to create (the fresh one
+	// systemUserSecret is the system user Secret to create or, with a
+	// resourceVersion, to update with its nkey seed added (the fresh one
 	// gather made, when render chose it); nil when none is.
 	systemUserSecret *corev1.Secret
 	// systemUser is the system user rendered (nil when none is).
@@ -79,6 +80,7 @@ func renderTarget(f *facts, o decideOptions, p *plan) (*render.Output, *rollout.
 	in := render.Input{Cluster: f.nc, Trust: f.trust, ControllerNamespace: o.controllerNamespace, TLS: f.tls, Running: f.running(), Now: o.now.Time}
 	if f.systemUser != nil {
 		in.SystemUser = f.systemUser.render
+		p.systemUserSecret = f.upgradedSystemUser
 	}
 	var fresh *systemUser
 	if f.freshSystemUser != nil {
@@ -125,7 +127,7 @@ func observeTarget(f *facts) observe.Target {
 	for _, so := range append(slices.Clone(f.servers), f.extra...) {
 		addr := observe.ServerAddr{Name: so.name}
 		if so.pod != nil {
-			addr.Host = so.pod.Status.PodIP
+			addr.Host, addr.PodUID = so.pod.Status.PodIP, string(so.pod.UID)
 		}
 		t.Servers = append(t.Servers, addr)
 	}
@@ -296,12 +298,22 @@ func reloadAccess(f *facts, su *systemUser, in *rollout.Input) (observe.Target, 
 	if su == nil {
 		return t, false, "reloads need the controller's system user, which is not rendered yet"
 	}
-	t.SystemUser, t.SystemPassword = su.user, su.password
+	// The nkey user once any server runs it (nothing secret on the wire),
+	// through the servers that run it; until then the password user of
+	// the Secret, through the servers that run that one.
+	nkey := len(su.seed) > 0 && slices.ContainsFunc(in.Servers, func(s rollout.ServerState) bool {
+		return s.Created && s.Running.SystemUser && s.Running.SystemUserNKey
+	})
+	if nkey {
+		t.SystemNKeySeed = su.seed
+	} else {
+		t.SystemUser, t.SystemPassword = su.user, su.password
+	}
 	for i, so := range f.servers {
-		if i >= len(in.Servers) || !in.Servers[i].Created || !in.Servers[i].Running.SystemUser || !kubeutil.PodReady(so.pod) {
+		if i >= len(in.Servers) || !in.Servers[i].Created || !in.Servers[i].Running.SystemUser || in.Servers[i].Running.SystemUserNKey != nkey || !kubeutil.PodReady(so.pod) {
 			continue
 		}
-		t.Servers = append(t.Servers, observe.ServerAddr{Name: so.name, Host: so.pod.Status.PodIP})
+		t.Servers = append(t.Servers, observe.ServerAddr{Name: so.name, Host: so.pod.Status.PodIP, PodUID: string(so.pod.UID)})
 	}
 	if len(t.Servers) == 0 {
 		return t, false, "reloads need the controller's system user on a running server, and no running server has it yet"

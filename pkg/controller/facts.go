@@ -40,6 +40,7 @@ func (f *facts) clone() *facts {
 	c.certificateWrite = deepCopyUnstructured(f.certificateWrite)
 	if f.systemUser != nil {
 		su := *f.systemUser
+		su.seed = slices.Clone(su.seed)
 		if su.render != nil {
 			r := *su.render
 			su.render = &r
@@ -47,6 +48,7 @@ func (f *facts) clone() *facts {
 		c.systemUser = &su
 	}
 	c.freshSystemUser = f.freshSystemUser.DeepCopy()
+	c.upgradedSystemUser = f.upgradedSystemUser.DeepCopy()
 	c.tls = render.TLS{Routes: copyFiles(f.tls.Routes), Client: copyFiles(f.tls.Client)}
 	c.tlsCA = slices.Clone(f.tlsCA)
 	c.routeTLSSecrets = slices.Clone(f.routeTLSSecrets)

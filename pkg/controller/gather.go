@@ -90,6 +90,10 @@ type facts struct {
 	// it: systemuser.go).
 	systemUser      *systemUser
 	freshSystemUser *corev1.Secret
+	// upgradedSystemUser is the system user Secret of an earlier release
+	// with its nkey seed added, to be written before anything renders it;
+	// systemUser is then its user.
+	upgradedSystemUser *corev1.Secret
 	// tls are the routes' and clients' certificates to render; tlsCA the
 	// PEM CA the client certificate chains to (for the controller's own
 	// connections), nil without client TLS.
@@ -455,6 +459,17 @@ func (g *gatherer) gatherSystemUser(ctx context.Context, f *facts) error {
 		return &referenceError{clusterv1beta1.ReasonReconcileFailed,
 			err.Error() + "; delete the Secret and the controller makes a new one (the servers are then reloaded or restarted onto it)"}
 	}
-	f.systemUser = &systemUser{user: user, password: password, render: ru}
+	if ru.NKey == "" {
+		// A Secret of an earlier release: the seed added goes into the
+		// Secret before anything renders the nkey user.
+		up, err := g.systemUsers.upgradedFor(s)
+		if err != nil {
+			return &referenceError{clusterv1beta1.ReasonReconcileFailed, err.Error()}
+		}
+		f.upgradedSystemUser = up
+		f.systemUser = freshSystemUser(up)
+		return nil
+	}
+	f.systemUser = &systemUser{user: user, password: password, seed: s.Data[systemUserKeyNKeySeed], render: ru}
 	return nil
 }

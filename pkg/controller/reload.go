@@ -55,14 +55,27 @@ const (
 // systemUser is the controller's system user as its Secret holds it.
 type systemUser struct {
 	user, password string
-	render         *render.SystemUser
+	// seed is the user's nkey seed; nil for a Secret of an earlier release
+	// not upgraded yet (then render.NKey is empty too).
+	seed   []byte
+	render *render.SystemUser
 }
 
 // createSystemUserSecret creates the system user Secret chosen by this
-// sync, before any object that renders its hash.
+// sync, or updates the one of an earlier release with its nkey seed
+// added, before any object that renders it.
 func (c *Controller) createSystemUserSecret(ctx context.Context, p *plan) error {
 	s := p.systemUserSecret
 	if s == nil {
+		return nil
+	}
+	if s.ResourceVersion != "" {
+		_, err := c.kubeClient.CoreV1().Secrets(s.Namespace).Update(ctx, s, metav1.UpdateOptions{FieldManager: FieldManager})
+		c.countWrite("secrets", "update")
+		if err != nil {
+			return writeError("updating", "Secret", s, err)
+		}
+		klog.FromContext(ctx).V(2).Info("Added an nkey to the system user Secret", "secret", klog.KObj(s))
 		return nil
 	}
 	_, err := c.kubeClient.CoreV1().Secrets(s.Namespace).Create(ctx, s, metav1.CreateOptions{FieldManager: FieldManager})

@@ -37,6 +37,12 @@ const (
 	// systemUserKeyPasswordHash is the bcrypt hash of the password, the
 	// one rendered into nats.conf.
 	systemUserKeyPasswordHash = "passwordHash"
+	// systemUserKeyNKeySeed is the seed of the user's nkey (SU...): the
+	// servers render the nkey user (render.SystemUser.NKey) and the
+	// controller signs their nonce with it, so nothing secret is sent.
+	// Secrets of releases before it have no such key; the controller adds
+	// one (upgradeSystemUserSecret) and the servers reload onto the nkey.
+	systemUserKeyNKeySeed = "nkeySeed"
 )
 
 // systemUserPasswordBytes is how many random bytes make a password: 32
@@ -64,6 +70,10 @@ func newSystemUserSecret(nc *clusterv1beta1.NatsCluster) (*corev1.Secret, error)
 	if err != nil {
 		return nil, fmt.Errorf("hashing the system user password of NatsCluster %s: %w", klog.KObj(nc), err)
 	}
+	seed, err := newSystemUserSeed()
+	if err != nil {
+		return nil, fmt.Errorf("making the system user nkey of NatsCluster %s: %w", klog.KObj(nc), err)
+	}
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            systemUserSecretName(nc.Name),
@@ -76,8 +86,49 @@ func newSystemUserSecret(nc *clusterv1beta1.NatsCluster) (*corev1.Secret, error)
 			systemUserKeyUser:         []byte(render.SystemUserName),
 			systemUserKeyPassword:     []byte(password),
 			systemUserKeyPasswordHash: hash,
+			systemUserKeyNKeySeed:     seed,
 		},
 	}, nil
+}
+
+// newSystemUserSeed makes the seed of a new user nkey.
+func newSystemUserSeed() ([]byte, error) {
+	raw := make([]byte, 32)
+	if _, err := rand.Read(raw); err != nil {
+		return nil, err
+	}
+	return render.SystemUserSeed(raw)
+}
+
+// upgradeSystemUserSecret is a system user Secret of an earlier release,
+// which has no nkey seed, with one added: the servers then reload from the
+// password user onto the nkey user (rollout.ChangeSystemUserNKey).
+func upgradeSystemUserSecret(s *corev1.Secret) (*corev1.Secret, error) {
+	seed, err := newSystemUserSeed()
+	if err != nil {
+		return nil, fmt.Errorf("making the system user nkey for Secret %s: %w", klog.KObj(s), err)
+	}
+	up := s.DeepCopy()
+	if up.Data == nil {
+		up.Data = map[string][]byte{}
+	}
+	up.Data[systemUserKeyNKeySeed] = seed
+	return up, nil
+}
+
+// systemUserNKey reads the nkey seed of a system user Secret: its public
+// key, or "" when the Secret has no seed (an earlier release's). A seed that
+// is not a user seed is an error naming the key, never the seed.
+func systemUserNKey(s *corev1.Secret) (string, error) {
+	seed, ok := s.Data[systemUserKeyNKeySeed]
+	if !ok {
+		return "", nil
+	}
+	pub, err := render.SystemUserNKeyOf(seed)
+	if err != nil {
+		return "", fmt.Errorf("system user Secret %s: key %q is %v", klog.KObj(s), systemUserKeyNKeySeed, err)
+	}
+	return pub, nil
 }
 
 // systemUserFromSecret reads the system user from its Secret: the user name
@@ -118,7 +169,11 @@ func systemUserFromSecret(s *corev1.Secret) (user, password string, ru *render.S
 	case err != nil:
 		return "", "", nil, fmt.Errorf("system user Secret %s: key %q is not a bcrypt hash", klog.KObj(s), systemUserKeyPasswordHash)
 	}
-	return user, password, &render.SystemUser{Name: user, PasswordHash: hash}, nil
+	pub, err := systemUserNKey(s)
+	if err != nil {
+		return "", "", nil, err
+	}
+	return user, password, &render.SystemUser{Name: user, PasswordHash: hash, NKey: pub}, nil
 }
 
 // systemUserCache remembers what systemUserFromSecret said of each system
@@ -143,6 +198,34 @@ type systemUserCache struct {
 	// made whose objects do not change is offered the same fresh user on
 	// every sync, and bcrypt runs once for it, not once a sync.
 	fresh map[string]*corev1.Secret
+	// upgraded are the Secrets of earlier releases with a seed added
+	// (upgradeSystemUserSecret), by namespace/name, for the
+	// resourceVersion they were made from: every sync until the update
+	// lands offers the same seed.
+	upgraded map[string]*corev1.Secret
+}
+
+// upgradedFor returns s with an nkey seed added, the same one while s keeps
+// its resourceVersion (a copy: the caller may change what it got).
+func (c *systemUserCache) upgradedFor(s *corev1.Secret) (*corev1.Secret, error) {
+	key := s.Namespace + "/" + s.Name
+	c.mu.Lock()
+	up, ok := c.upgraded[key]
+	c.mu.Unlock()
+	if ok && up.ResourceVersion == s.ResourceVersion && up.UID == s.UID {
+		return up.DeepCopy(), nil
+	}
+	up, err := upgradeSystemUserSecret(s)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if c.upgraded == nil {
+		c.upgraded = map[string]*corev1.Secret{}
+	}
+	c.upgraded[key] = up
+	c.mu.Unlock()
+	return up.DeepCopy(), nil
 }
 
 // freshFor returns a fresh system user Secret for nc: the one made for it
@@ -235,12 +318,14 @@ func (c *systemUserCache) forget(namespace, name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.entries, namespace+"/"+name)
+	delete(c.upgraded, namespace+"/"+name)
 }
 
 // freshSystemUser is the system user of a Secret newSystemUserSecret just
 // made (no need to check its hash against its password).
 func freshSystemUser(s *corev1.Secret) *systemUser {
 	user, password := string(s.Data[systemUserKeyUser]), string(s.Data[systemUserKeyPassword])
-	return &systemUser{user: user, password: password,
-		render: &render.SystemUser{Name: user, PasswordHash: string(s.Data[systemUserKeyPasswordHash])}}
+	pub, _ := systemUserNKey(s)
+	return &systemUser{user: user, password: password, seed: s.Data[systemUserKeyNKeySeed],
+		render: &render.SystemUser{Name: user, PasswordHash: string(s.Data[systemUserKeyPasswordHash]), NKey: pub}}
 }

@@ -14,8 +14,11 @@ import (
 	rt "github.com/nats-operator/nats-operator/pkg/render/rendertest"
 )
 
+// operatorSeed is the seed of an operator nkey: a seed, but not a user's.
+const operatorSeed = "SOAJJFLAXNIHVO2N2JKSDSQFOTF4XAVLU4WZHDS5376IFYGN7SEW6FRHOY"
+
 // fixtureSystemUserSecret is a system user Secret holding the rendertest
-// fixture password and its (cost 4) hash, changed by edit.
+// fixture password and its (cost 4) hash and nkey seed, changed by edit.
 func fixtureSystemUserSecret(edit func(data map[string][]byte)) *corev1.Secret {
 	s := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: systemUserSecretName("demo"), ResourceVersion: "1"},
@@ -24,6 +27,7 @@ func fixtureSystemUserSecret(edit func(data map[string][]byte)) *corev1.Secret {
 			systemUserKeyUser:         []byte(render.SystemUserName),
 			systemUserKeyPassword:     []byte(rt.SystemUserPassword),
 			systemUserKeyPasswordHash: []byte(rt.SystemUserPasswordHash),
+			systemUserKeyNKeySeed:     []byte(rt.SystemUserSeed),
 		},
 	}
 	if edit != nil {
@@ -60,7 +64,11 @@ func TestSystemUserSecret(t *testing.T) {
 		if err != nil {
 			t.Fatalf("reading the generated Secret: %v", err)
 		}
-		want := &render.SystemUser{Name: render.SystemUserName, PasswordHash: string(s.Data[systemUserKeyPasswordHash])}
+		pub, err := render.SystemUserNKeyOf(s.Data[systemUserKeyNKeySeed])
+		if err != nil {
+			t.Fatalf("the generated Secret's nkey seed: %v", err)
+		}
+		want := &render.SystemUser{Name: render.SystemUserName, PasswordHash: string(s.Data[systemUserKeyPasswordHash]), NKey: pub}
 		if user != render.SystemUserName || gotPassword != password {
 			t.Errorf("user %q and a password of %d characters; want %q and the Secret's", user, len(gotPassword), render.SystemUserName)
 		}
@@ -87,6 +95,37 @@ func TestSystemUserSecret(t *testing.T) {
 		}
 		if string(a.Data[systemUserKeyPasswordHash]) == string(b.Data[systemUserKeyPasswordHash]) {
 			t.Error("two generated Secrets hold the same hash")
+		}
+		if string(a.Data[systemUserKeyNKeySeed]) == string(b.Data[systemUserKeyNKeySeed]) {
+			t.Error("two generated Secrets hold the same nkey seed")
+		}
+	})
+
+	t.Run("a Secret of an earlier release reads as the password user, and its upgrade as the nkey user", func(t *testing.T) {
+		old := fixtureSystemUserSecret(func(d map[string][]byte) { delete(d, systemUserKeyNKeySeed) })
+		old.ResourceVersion = "7"
+		_, _, ru, err := systemUserFromSecret(old)
+		if err != nil || ru.NKey != "" {
+			t.Fatalf("the earlier release's Secret reads as %+v (%v), want the password user", ru, err)
+		}
+		var c systemUserCache
+		up, err := c.upgradedFor(old)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, _ := c.upgradedFor(old)
+		if string(up.Data[systemUserKeyNKeySeed]) != string(again.Data[systemUserKeyNKeySeed]) {
+			t.Error("two syncs of the same Secret version were offered different seeds")
+		}
+		if up.ResourceVersion != "7" || string(up.Data[systemUserKeyPassword]) != rt.SystemUserPassword {
+			t.Errorf("the upgrade changed more than the seed: resourceVersion %q", up.ResourceVersion)
+		}
+		u := freshSystemUser(up)
+		if u.render.NKey == "" || len(u.seed) == 0 || u.render.PasswordHash != rt.SystemUserPasswordHash {
+			t.Errorf("the upgraded Secret's user is %+v, want the nkey user with the same password hash", u.render)
+		}
+		if _, err := render.Render(render.Input{Cluster: nc, SystemUser: u.render}); err != nil {
+			t.Errorf("rendering the upgraded user: %v", err)
 		}
 	})
 }
@@ -129,6 +168,16 @@ func TestSystemUserFromSecretRefuses(t *testing.T) {
 			key:  systemUserKeyPasswordHash,
 		},
 		{
+			name: "a Secret whose nkey seed does not decode is refused",
+			edit: func(d map[string][]byte) { d[systemUserKeyNKeySeed] = []byte("SUnot-a-seed") },
+			key:  systemUserKeyNKeySeed,
+		},
+		{
+			name: "a Secret whose nkey seed is not of a user is refused",
+			edit: func(d map[string][]byte) { d[systemUserKeyNKeySeed] = []byte(operatorSeed) },
+			key:  systemUserKeyNKeySeed,
+		},
+		{
 			name: "a Secret whose hash is not a bcrypt hash is refused",
 			edit: func(d map[string][]byte) {
 				d[systemUserKeyPasswordHash] = []byte("#not-a-hash-" + rt.SystemUserPassword)
@@ -155,7 +204,7 @@ func TestSystemUserFromSecretRefuses(t *testing.T) {
 					t.Errorf("error %q holds secret material", msg)
 				}
 			}
-			for _, secret := range []string{rt.SystemUserPassword, rt.RotatedSystemUserPassword, rt.SystemUserPasswordHash, rt.RotatedSystemUserHash} {
+			for _, secret := range []string{rt.SystemUserPassword, rt.RotatedSystemUserPassword, rt.SystemUserPasswordHash, rt.RotatedSystemUserHash, rt.SystemUserSeed, operatorSeed} {
 				if strings.Contains(msg, secret) {
 					t.Errorf("error %q holds secret material", msg)
 				}

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/nats-operator/nats-operator/internal/poll"
 	"github.com/nats-operator/nats-operator/pkg/act"
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
 )
@@ -317,13 +318,30 @@ func TestObserveInOperatorMode(t *testing.T) {
 
 	t.Run("a server shut down for good is removed from the meta group", func(t *testing.T) {
 		// Remove the server the $SYS connection is on (so the request
-		// follows a reconnect), unless it leads the meta group: then another.
+		// goes on a new connection: System never reconnects, it connects
+		// again to the servers there are), unless it leads the meta group:
+		// then another.
 		snap := waitFor(t, o, target, 30*time.Second, "Settled", settled)
 		gone := sys.nc.ConnectedServerName()
 		if gone == snap.MetaLeader {
 			gone = slices.DeleteFunc(slices.Clone(names), func(n string) bool { return n == snap.MetaLeader })[0]
 		}
+		onGone := gone == sys.nc.ConnectedServerName()
 		c.server(gone).stop()
+		rest := target
+		rest.Servers = slices.DeleteFunc(slices.Clone(target.Servers), func(a ServerAddr) bool { return a.Name == gone })
+		if onGone {
+			poll.Eventually(t, 10*time.Second, 50*time.Millisecond, "the connection to "+gone+" closed", func() error {
+				if !sys.nc.IsClosed() {
+					return fmt.Errorf("still %s", sys.nc.Status())
+				}
+				return nil
+			})
+		}
+		sys, err := o.System(context.Background(), rest)
+		if err != nil {
+			t.Fatalf("connecting to $SYS after %s stopped: %v", gone, err)
+		}
 		start := time.Now()
 		// A timeout does not say the removal failed (see RemovePeer): ask
 		// again until it is done or the server is no longer a member.
@@ -338,8 +356,6 @@ func TestObserveInOperatorMode(t *testing.T) {
 			}
 			t.Logf("RemovePeer(%s) attempt %d: %v", gone, attempt, err)
 		}
-		rest := target
-		rest.Servers = slices.DeleteFunc(slices.Clone(target.Servers), func(a ServerAddr) bool { return a.Name == gone })
 		snap = waitFor(t, o, rest, 30*time.Second, gone+" gone from the meta group", func(s *Snapshot) bool {
 			for _, g := range s.Groups {
 				if g.Kind == GroupMeta {

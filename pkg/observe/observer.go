@@ -50,6 +50,10 @@ type Target struct {
 	// controller keeps in a Secret). System uses them when
 	// SystemCredentials is empty; Observe does not need them.
 	SystemUser, SystemPassword string
+	// SystemNKeySeed, when set, is the seed of the controller's system user
+	// as an nkey user (render.SystemUser.NKey): System then signs the
+	// server's nonce with it and sends no password.
+	SystemNKeySeed []byte
 	// TLSRootCAs, when set, are the PEM CA certificates the servers' client
 	// certificate chains to: System then connects over TLS, verifying the
 	// certificate against them and against TLSServerName (the name of the
@@ -70,6 +74,10 @@ type ServerAddr struct {
 	MonitorPort int
 	// ClientPort is the client port; 0 means DefaultClientPort.
 	ClientPort int
+	// PodUID is the UID of the pod at Host, when known: the system account
+	// connection is tied to the pods it was made to (a new pod at any
+	// address makes a new connection) and never redials an address.
+	PodUID string
 }
 
 func (a ServerAddr) monitorURL() string {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
 
 	"github.com/nats-operator/nats-operator/internal/natsapi"
 )
@@ -109,7 +110,11 @@ func (o *Observer) System(ctx context.Context, t Target) (*SystemClient, error) 
 		nats.Name(o.opts.Name),
 		nats.Timeout(timeout),
 		nats.IgnoreDiscoveredServers(),
-		nats.MaxReconnects(-1),
+		// Never reconnects: the addresses are pod IPs, which another pod
+		// (of another cluster, another tenant) may hold once the pod is
+		// gone. A lost connection is made again by the next System call,
+		// to the addresses of the pods there are then.
+		nats.NoReconnect(),
 		nats.NoCallbacksAfterClientClose(),
 	)
 	if err != nil {
@@ -136,6 +141,17 @@ func (o *Observer) System(ctx context.Context, t Target) (*SystemClient, error) 
 // system account user: the creds file when there is one, else the system
 // user and password. Neither is ever put in an error.
 func systemAuth(t Target) (nats.Option, error) {
+	if len(t.SystemCredentials) == 0 && len(t.SystemNKeySeed) > 0 {
+		kp, err := nkeys.FromSeed(t.SystemNKeySeed)
+		if err != nil {
+			return nil, errors.New("connecting to the system account: the system user's nkey seed does not decode")
+		}
+		pub, err := kp.PublicKey()
+		if err != nil || !nkeys.IsValidPublicUserKey(pub) {
+			return nil, errors.New("connecting to the system account: the system user's nkey seed is not a user seed")
+		}
+		return nats.Nkey(pub, kp.Sign), nil
+	}
 	if len(t.SystemCredentials) == 0 {
 		switch {
 		case t.SystemUser == "" && t.SystemPassword == "":
@@ -177,7 +193,7 @@ func systemTLS(t Target) (nats.Option, error) {
 
 // connectionKey is a digest of what a $SYS connection was made with: the
 // credentials (creds file, or user and password: a changed password makes
-// a new connection) and the addresses. Every part is length-prefixed, so no
+// a new connection), the addresses and the pods' UIDs. Every part is length-prefixed, so no
 // two different inputs run together into the same bytes.
 func connectionKey(t Target, urls []string) [32]byte {
 	h := sha256.New()
@@ -190,6 +206,9 @@ func connectionKey(t Target, urls []string) [32]byte {
 	if len(t.SystemCredentials) > 0 {
 		part([]byte("creds"))
 		part(t.SystemCredentials)
+	} else if len(t.SystemNKeySeed) > 0 {
+		part([]byte("nkey"))
+		part(t.SystemNKeySeed)
 	} else {
 		part([]byte("user"))
 		part([]byte(t.SystemUser))
@@ -197,6 +216,9 @@ func connectionKey(t Target, urls []string) [32]byte {
 	}
 	for _, u := range urls {
 		part([]byte(u))
+	}
+	for _, a := range t.Servers {
+		part([]byte(a.PodUID))
 	}
 	part(t.TLSRootCAs)
 	part([]byte(t.TLSServerName))
@@ -401,8 +423,10 @@ func (c *SystemClient) ServerID(ctx context.Context, name string) (string, error
 // ready makes sure the connection works before a request goes out: a
 // request published just after its server went away (a restart) is lost
 // without an error, and the caller would wait the whole timeout for a reply
-// that cannot come. A PING round trip shows the connection alive; while it
-// reconnects to another server, ready waits, up to the timeout.
+// that cannot come. A PING round trip shows the connection alive. A
+// connection whose server went away is closed (it never reconnects, see
+// System): ready then fails at once, and the next System call connects to
+// the pods there are then.
 func (c *SystemClient) ready(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()

@@ -86,7 +86,7 @@ type jetStreamConfig struct {
 
 type resolverConfig struct {
 	Type        string `json:"type"`
-	Dir         string `json:"dir"`
+	Dir         string `json:"dir,omitempty"`
 	AllowDelete *bool  `json:"allow_delete,omitempty"`
 	Interval    string `json:"interval,omitempty"`
 }
@@ -197,8 +197,10 @@ func newSharedConfig(nc *clusterv1beta1.NatsCluster, trust *validTrust, systemUs
 			s.resolver = &resolverConfig{Type: "full", Dir: ResolverDir, AllowDelete: &f, Interval: "2m"}
 		case clusterv1beta1.ResolverCache:
 			s.resolver = &resolverConfig{Type: "cache", Dir: ResolverDir}
+		case clusterv1beta1.ResolverMemory:
+			s.resolver = &resolverConfig{Type: MemoryResolver}
 		default:
-			return nil, fmt.Errorf("spec.auth.resolver %q is neither %s nor %s", r, clusterv1beta1.ResolverFull, clusterv1beta1.ResolverCache)
+			return nil, fmt.Errorf("spec.auth.resolver %q is none of %s, %s and %s", r, clusterv1beta1.ResolverFull, clusterv1beta1.ResolverCache, clusterv1beta1.ResolverMemory)
 		}
 	}
 	return s, nil

@@ -35,7 +35,7 @@ type Facts struct {
 	// Accounts are the public keys of the preloaded accounts other than the
 	// system account (accountTrustRefs), sorted.
 	Accounts []string
-	// Resolver is resolver.type (full or cache); empty without auth.
+	// Resolver is resolver.type (full, cache or mem); empty without auth.
 	Resolver string
 	// JetStream says whether JetStream is enabled.
 	JetStream bool
@@ -50,6 +50,9 @@ type Facts struct {
 	// SystemUser says whether the config has the controller's system user
 	// (Input.SystemUser); always false with auth.
 	SystemUser bool
+	// SystemUserNKey says whether that user is an nkey user
+	// (accounts.$SYS.users[0].nkey) rather than a password user.
+	SystemUserNKey bool
 	// RouteTLS says whether the routes are TLS (cluster.tls).
 	RouteTLS bool
 	// ClientTLS says whether clients connect over TLS (tls); ClientVerify
@@ -108,7 +111,7 @@ var configFields = map[string]fieldRole{
 	"system_account":                     fact("SystemAccount"),
 	"resolver":                           fact("Resolver"),
 	"resolver.type":                      fact("Resolver"),
-	"resolver.dir":                       rolls("a constant path"),
+	"resolver.dir":                       rolls("a constant path (absent with the mem resolver)"),
 	"resolver.allow_delete":              rolls("follows resolver.type (full: false; cache: absent)"),
 	"resolver.interval":                  rolls("follows resolver.type (full: 2m; cache: absent)"),
 	"resolver_preload":                   fact("Accounts"),
@@ -130,9 +133,13 @@ var configFields = map[string]fieldRole{
 	"cluster.tls.timeout":                rolls("a constant"),
 	"accounts":                           fact("SystemUser"),
 	"accounts.$SYS":                      rolls("always present in the accounts block"),
-	"accounts.$SYS.users": rolls("the controller's one system user: its name is a constant and its password hash changes only when " +
-		"the controller rotates the password; servers with either hash route and keep one meta group, as the matrix case " +
-		"\"new system user password\" shows (users are local to a server)"),
+	// The controller's one system user: an nkey user (its public key) or a
+	// password user (a constant name, and a password hash that changes only
+	// when the controller rotates the password; servers with either hash
+	// route and keep one meta group, as the matrix case "new system user
+	// password" shows: users are local to a server). Which of the two it
+	// is, is the fact.
+	"accounts.$SYS.users": fact("SystemUserNKey"),
 }
 
 // factsOf computes the facts of a config. version is the image tag the
@@ -143,6 +150,7 @@ func factsOf(c *serverConfig, version, operatorKey string) Facts {
 		ClusterName:         c.Cluster.Name,
 		ServerTags:          sortedCompact(c.ServerTags),
 		SystemUser:          c.hasSystemUser(),
+		SystemUserNKey:      c.systemUserNKey(),
 		RouteTLS:            c.Cluster.TLS != nil,
 		ClientTLS:           c.TLS != nil,
 		LameDuckDuration:    c.LameDuckDuration,

@@ -45,6 +45,10 @@ const (
 	DataDir           = "/data"
 	JetStreamStoreDir = DataDir + "/jetstream"
 	ResolverDir       = DataDir + "/resolver"
+	// MemoryResolver is resolver.type of spec.auth.resolver Memory (and
+	// Facts.Resolver): nats-server's MEM resolver, which keeps only the
+	// preloaded accounts and has no directory.
+	MemoryResolver = "mem"
 
 	PidVolumeName = "pid"
 	PidDir        = "/var/run/nats"

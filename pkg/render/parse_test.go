@@ -47,6 +47,7 @@ func TestRenderedConfigsLoadInNatsServer(t *testing.T) {
 		operator      string
 		systemAccount string
 		cacheResolver bool
+		memResolver   bool
 	}
 	tests := []struct {
 		name    string
@@ -78,6 +79,9 @@ func TestRenderedConfigsLoadInNatsServer(t *testing.T) {
 		{name: "operator mode with the cache resolver",
 			cluster: rt.NewCluster("ns", "j", rt.Auth("trust", "orders"), rt.Resolver(clusterv1beta1.ResolverCache)), trust: trust,
 			want: want{operator: "op", systemAccount: "sys", cacheResolver: true}},
+		{name: "operator mode with the memory resolver",
+			cluster: rt.NewCluster("ns", "n", rt.JetStream(), rt.Auth("trust", "orders"), rt.Resolver(clusterv1beta1.ResolverMemory)), trust: trust,
+			want: want{jetStream: true, operator: "op", systemAccount: "sys", memResolver: true}},
 		{name: "operator mode whose operator JWT names no system account",
 			cluster: rt.NewCluster("ns", "k", rt.Replicas(2), rt.JetStream(), rt.Auth("bare", "app")), trust: bare,
 			want: want{jetStream: true, operator: "op", systemAccount: "sys"}},
@@ -147,8 +151,10 @@ func TestRenderedConfigsLoadInNatsServer(t *testing.T) {
 					check("auth mode system account", out.Auth.SystemAccount, tt.trust.System.PublicKey)
 					_, isCache := o.AccountResolver.(*server.CacheDirAccResolver)
 					_, isFull := o.AccountResolver.(*server.DirAccResolver)
+					_, isMem := o.AccountResolver.(*server.MemAccResolver)
 					check("cache resolver", isCache, tt.want.cacheResolver)
-					check("full resolver", isFull, !tt.want.cacheResolver)
+					check("memory resolver", isMem, tt.want.memResolver)
+					check("full resolver", isFull, !tt.want.cacheResolver && !tt.want.memResolver)
 				}
 			}
 		})

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/nats-io/nkeys"
 )
 
 // SystemUserName is the name of the controller's system user.
@@ -23,11 +25,20 @@ const SystemUserName = "nats-operator"
 // auth_required true, and a client that does send credentials other than
 // the system user's is refused (Authorization Violation) where without the
 // block its credentials were ignored.
+//
+// With NKey set the user is an nkey user instead ({nkey: U...}): the
+// controller proves it holds the seed by signing the server's nonce, and
+// nothing secret crosses the network (a password would, in clear without
+// client TLS, to whatever server holds the address dialled).
 type SystemUser struct {
 	// Name is the user name, SystemUserName.
 	Name string
-	// PasswordHash is the bcrypt hash of the password ($2a$, $2b$ or $2y$).
+	// PasswordHash is the bcrypt hash of the password ($2a$, $2b$ or $2y$);
+	// rendered only without NKey.
 	PasswordHash string
+	// NKey is the public key of the user's nkey (U...); when set, the user
+	// is rendered as this nkey user.
+	NKey string
 }
 
 // accountsConfig is nats.conf's accounts block: only the built-in system
@@ -45,8 +56,9 @@ type systemAccountConfig struct {
 }
 
 type userConfig struct {
-	User     string `json:"user"`
-	Password string `json:"password"`
+	User     string `json:"user,omitempty"`
+	Password string `json:"password,omitempty"`
+	NKey     string `json:"nkey,omitempty"`
 }
 
 // systemUserAccounts validates the system user and renders its accounts
@@ -59,6 +71,12 @@ func systemUserAccounts(u *SystemUser, auth bool) (*accountsConfig, error) {
 	}
 	if auth {
 		return nil, errors.New("a system user was given but spec.auth is present: in operator mode the system account's users come from the trust")
+	}
+	if u.NKey != "" {
+		if !nkeys.IsValidPublicUserKey(u.NKey) {
+			return nil, errors.New("the nkey of the system user is not a user public key (U...)")
+		}
+		return &accountsConfig{System: systemAccountConfig{Users: []userConfig{{NKey: u.NKey}}}}, nil
 	}
 	if u.Name == "" {
 		return nil, errors.New("the system user has no name")
@@ -89,6 +107,34 @@ func isBcrypt(s string) bool {
 		}
 	}
 	return false
+}
+
+// SystemUserSeed encodes 32 random bytes (the caller's) as the seed of a
+// user nkey (SU...), for the controller's system user.
+func SystemUserSeed(raw []byte) ([]byte, error) {
+	if len(raw) != 32 {
+		return nil, fmt.Errorf("an nkey seed takes 32 random bytes, not %d", len(raw))
+	}
+	return nkeys.EncodeSeed(nkeys.PrefixByteUser, raw)
+}
+
+// SystemUserNKeyOf is the public key (U...) of a user nkey seed; the error
+// never holds the seed.
+func SystemUserNKeyOf(seed []byte) (string, error) {
+	kp, err := nkeys.FromSeed(seed)
+	if err != nil {
+		return "", errors.New("not an nkey seed")
+	}
+	pub, err := kp.PublicKey()
+	if err != nil || !nkeys.IsValidPublicUserKey(pub) {
+		return "", errors.New("not the seed of a user nkey")
+	}
+	return pub, nil
+}
+
+// systemUserNKey reports whether the config's system user is an nkey user.
+func (c *serverConfig) systemUserNKey() bool {
+	return c.hasSystemUser() && c.Accounts.System.Users[0].NKey != ""
 }
 
 // hasSystemUser reports whether a config has the controller's system user.

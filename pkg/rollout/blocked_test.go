@@ -21,9 +21,11 @@ func TestClassifyComparesEveryFact(t *testing.T) {
 	for i := range typ.NumField() {
 		f := typ.Field(i)
 		from := base
-		if f.Name == "SystemUser" {
+		if f.Name == "SystemUser" || f.Name == "SystemUserNKey" {
 			// A fact of clusters without auth: render refuses it with auth.
 			from = ConfigFacts{Version: base.Version, ClusterName: base.ClusterName, JetStream: base.JetStream}
+			// How the system user authenticates is compared when there is one.
+			from.SystemUser = f.Name == "SystemUserNKey"
 		}
 		switch f.Name {
 		case "RoutesCertificate":

@@ -27,7 +27,7 @@ type ConfigFacts struct {
 	// Accounts are the public keys of the preloaded accounts other than the
 	// system account (accountTrustRefs), in any order.
 	Accounts []string
-	// Resolver is the account resolver type (full or cache); empty without
+	// Resolver is the account resolver type (full, cache or MemoryResolver); empty without
 	// auth.
 	Resolver string
 	// JetStream says whether JetStream is enabled.
@@ -43,6 +43,9 @@ type ConfigFacts struct {
 	// built-in system account ($SYS), which clusters without auth get so the
 	// controller can send $SYS requests; always false with auth.
 	SystemUser bool
+	// SystemUserNKey says whether that user is an nkey user (nothing
+	// secret on the wire) rather than a password user.
+	SystemUserNKey bool
 	// RouteTLS says whether the routes are TLS (cluster.tls).
 	RouteTLS bool
 	// ClientTLS says whether clients connect over TLS (tls); ClientVerify
@@ -99,6 +102,9 @@ const (
 	// cluster without auth. With auth on either side it is not listed: the
 	// auth change says it all.
 	ChangeSystemUser ChangeKind = "SystemUser"
+	// ChangeSystemUserNKey is the controller's system user moved from a
+	// password to an nkey, or back.
+	ChangeSystemUserNKey ChangeKind = "SystemUserNKey"
 	// ChangeRouteTLS is route TLS turned on or off.
 	ChangeRouteTLS ChangeKind = "RouteTLS"
 	// ChangeClientTLS is client TLS turned on or off, or client
@@ -151,6 +157,13 @@ type Effect struct {
 	// false for a kind no case without auth has (every auth, account and
 	// resolver change).
 	ReloadsWithoutAuth bool
+	// ReloadsWithMemoryResolver: the same as Reloads, on a cluster in
+	// operator mode whose target config runs the memory resolver
+	// (spec.auth.resolver Memory): the reload matrix's cases with auth on
+	// both sides and the memory resolver on the new side all reload. With
+	// the memory resolver nats-server's reload installs a resolver that
+	// needs no starting, so what reloads without auth reloads there too.
+	ReloadsWithMemoryResolver bool
 	// What names the change in messages, e.g. "adding auth".
 	What string
 	// Why says, for a split, what the servers on either side fail to do.
@@ -159,6 +172,10 @@ type Effect struct {
 	// change; empty means UnsupportedChange.
 	HoldReason string
 }
+
+// MemoryResolver is Facts.Resolver of a server on the memory resolver (render
+// writes resolver.type "mem" for spec.auth.resolver Memory).
+const MemoryResolver = "mem"
 
 // effects is the classification of every change kind. It is not guessed: the
 // route-compatibility matrix in matrix/matrix_test.go starts real nats-server
@@ -175,11 +192,14 @@ type Effect struct {
 // old=10s, new=1s"). It reloads
 // JetStream on or off, but the cluster does not settle (no meta group
 // forms). It reloads tags, raised limits, accounts and the resolver, but
-// with auth every reload replaces the account resolver with one it never
-// starts: the server no longer fetches accounts from its peers, and another
-// resolver type does not take effect. Without auth tags and raised limits
-// reload cleanly, with the system user block or without
-// (ReloadsWithoutAuth).
+// with a full or cache resolver every reload replaces the account resolver
+// with one it never starts: the server no longer fetches accounts from its
+// peers, and another resolver type does not take effect (the old resolver
+// keeps answering lookups). Without auth tags, raised limits and new
+// certificates reload cleanly, with the system user block or without
+// (ReloadsWithoutAuth); in operator mode on the memory resolver, which
+// needs no starting, so do they and accounts added or removed
+// (ReloadsWithMemoryResolver).
 var effects = map[ChangeKind]Effect{
 	ChangeAddAuth: {Splits: true, ResetsJetStream: true, What: "adding auth", HoldReason: clusterv1beta1.ReasonAuthChangeBlocked,
 		Why: "a server with auth and one without cannot route to each other"},
@@ -197,19 +217,20 @@ var effects = map[ChangeKind]Effect{
 		Why: "servers in different JetStream domains route but cannot form one JetStream meta group"},
 	ChangeJetStreamDomainAddRemove: {What: "adding or removing the JetStream domain"},
 	ChangeVersion:                  {What: "another nats-server version"},
-	ChangeJetStreamLimitsRaised:    {ReloadsWithoutAuth: true, What: "raised JetStream limits"},
+	ChangeJetStreamLimitsRaised:    {ReloadsWithoutAuth: true, ReloadsWithMemoryResolver: true, What: "raised JetStream limits"},
 	ChangeJetStreamLimitsLowered:   {What: "lowered JetStream limits, or a limit set or unset"},
-	ChangeServerTags:               {ReloadsWithoutAuth: true, What: "other server tags"},
-	ChangeAccounts:                 {What: "other preloaded accounts"},
+	ChangeServerTags:               {ReloadsWithoutAuth: true, ReloadsWithMemoryResolver: true, What: "other server tags"},
+	ChangeAccounts:                 {ReloadsWithMemoryResolver: true, What: "other preloaded accounts"},
 	ChangeResolver:                 {What: "another account resolver"},
 	ChangeSystemUser:               {Reloads: true, ReloadsWithoutAuth: true, What: "adding or removing the controller's system user"},
+	ChangeSystemUserNKey:           {Reloads: true, ReloadsWithoutAuth: true, What: "the controller's system user from a password to an nkey, or back"},
 	ChangeRouteTLS: {Splits: true, What: "turning route TLS on or off",
 		Why: "a server with route TLS and one without cannot route to each other"},
 	ChangeClientTLS:        {What: "turning client TLS on or off, or requiring client certificates or no longer"},
-	ChangeRouteCertificate: {ReloadsWithoutAuth: true, What: "a new route certificate"},
+	ChangeRouteCertificate: {ReloadsWithoutAuth: true, ReloadsWithMemoryResolver: true, What: "a new route certificate"},
 	ChangeRouteCA: {Splits: true, What: "another route CA",
 		Why: "each server checks every new route against the CA it loaded: servers given different CAs cannot route to each other"},
-	ChangeClientCertificate: {ReloadsWithoutAuth: true, What: "a new client certificate"},
+	ChangeClientCertificate: {ReloadsWithoutAuth: true, ReloadsWithMemoryResolver: true, What: "a new client certificate"},
 	ChangeLameDuck:          {What: "other lame duck settings"},
 }
 
@@ -218,7 +239,7 @@ var effects = map[ChangeKind]Effect{
 var changeOrder = []ChangeKind{
 	ChangeAddAuth, ChangeRemoveAuth, ChangeOperator, ChangeSystemAccount,
 	ChangeClusterName, ChangeJetStreamDomain, ChangeJetStream, ChangeJetStreamDomainAddRemove, ChangeVersion,
-	ChangeJetStreamLimitsRaised, ChangeJetStreamLimitsLowered, ChangeServerTags, ChangeAccounts, ChangeResolver, ChangeSystemUser,
+	ChangeJetStreamLimitsRaised, ChangeJetStreamLimitsLowered, ChangeServerTags, ChangeAccounts, ChangeResolver, ChangeSystemUser, ChangeSystemUserNKey,
 	ChangeRouteTLS, ChangeRouteCA, ChangeClientTLS, ChangeRouteCertificate, ChangeClientCertificate, ChangeLameDuck,
 }
 
@@ -301,6 +322,9 @@ func Classify(running, target ConfigFacts) []Change {
 	}
 	if running.Operator == "" && target.Operator == "" && running.SystemUser != target.SystemUser {
 		add(ChangeSystemUser, onOff(running.SystemUser), onOff(target.SystemUser))
+	}
+	if running.SystemUser && target.SystemUser && running.SystemUserNKey != target.SystemUserNKey {
+		add(ChangeSystemUserNKey, passwordOrNKey(running.SystemUserNKey), passwordOrNKey(target.SystemUserNKey))
 	}
 	if running.RouteTLS != target.RouteTLS {
 		add(ChangeRouteTLS, onOff(running.RouteTLS), onOff(target.RouteTLS))
@@ -401,6 +425,14 @@ func mergeChanges(lists ...[]Change) []Change {
 		}
 	}
 	return out
+}
+
+// passwordOrNKey names how the system user authenticates.
+func passwordOrNKey(nkey bool) string {
+	if nkey {
+		return "nkey"
+	}
+	return "password"
 }
 
 // disjoint says whether two RoutesCA lists (comma-separated certificate

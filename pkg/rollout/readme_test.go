@@ -20,35 +20,50 @@ const (
 	changeTableEnd   = "<!-- END change table -->"
 )
 
-// changeTable renders, for every change kind, how the controller applies it,
-// from the effects table the route-compatibility and reload matrices prove.
+// changeTable renders, for every change kind, how the controller applies it
+// without auth, in operator mode on a full or cache resolver, and on the
+// memory resolver, from the effects table the route-compatibility and
+// reload matrices prove.
 func changeTable() string {
 	var b strings.Builder
-	b.WriteString("| Change | Applied by | Progressing reads | JetStream |\n|---|---|---|---|\n")
-	const restart, reload = "restarting one server at a time, each behind the gate", "reloading one server at a time, each behind the gate"
+	b.WriteString("| Change | Without auth | With auth, Full or Cache resolver | With auth, Memory resolver | JetStream |\n|---|---|---|---|---|\n")
+	restart := "restarted one server at a time, behind the gate (`" + clusterv1beta1.ReasonRollingRestart + "`)"
+	reload := "reloaded one server at a time, behind the gate (`" + clusterv1beta1.ReasonReloading + "`)"
+	how := func(r bool) string {
+		if r {
+			return reload
+		}
+		return restart
+	}
+	// Kinds that exist only in operator mode, and only without it.
+	withAuthOnly := map[ChangeKind]bool{ChangeOperator: true, ChangeSystemAccount: true, ChangeAccounts: true, ChangeResolver: true}
+	withoutAuthOnly := map[ChangeKind]bool{ChangeSystemUser: true, ChangeSystemUserNKey: true}
 	for _, k := range ChangeKinds() {
 		e := EffectOf(k)
-		how, reads := restart, "`"+clusterv1beta1.ReasonRollingRestart+"`"
-		switch {
-		case e.Reloads:
-			how, reads = reload, "`"+clusterv1beta1.ReasonReloading+"`"
-		case e.ReloadsWithoutAuth:
-			how = "without spec.auth " + reload + "; with auth " + restart
-			reads = fmt.Sprintf("`%s` without auth, `%s` with", clusterv1beta1.ReasonReloading, clusterv1beta1.ReasonRollingRestart)
-		case e.Splits:
+		none, full, mem := how(e.Reloads || e.ReloadsWithoutAuth), how(e.Reloads), how(e.Reloads || e.ReloadsWithMemoryResolver)
+		if e.Splits {
 			reason := e.HoldReason
 			if reason == "" {
 				reason = clusterv1beta1.ReasonUnsupportedChange
 			}
-			how = fmt.Sprintf("held: %s; `%s` restarts every server together", e.Why, clusterv1beta1.AnnotationRestartAll)
-			reads = "`" + reason + "`"
+			none = fmt.Sprintf("held (`%s`): %s; `%s` restarts every server together", reason, e.Why, clusterv1beta1.AnnotationRestartAll)
+			full, mem = "the same", "the same"
+			if withAuthOnly[k] {
+				full = none
+			}
+		}
+		if withAuthOnly[k] {
+			none = "(no such change)"
+		}
+		if withoutAuthOnly[k] {
+			full, mem = "(no such change)", "(no such change)"
 		}
 		js := "kept"
 		if e.ResetsJetStream {
 			js = fmt.Sprintf("starts empty (streams stay on the volumes, unreachable): `%s=%s` is needed when streams exist",
 				clusterv1beta1.AnnotationRestartAll, clusterv1beta1.RestartAllResetJetStream)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", e.What, how, reads, js)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", e.What, none, full, mem, js)
 	}
 	return b.String()
 }

@@ -10,8 +10,9 @@ import (
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
 )
 
-// Config reloads. A server whose changes all reload (Effect.Reloads, or
-// ReloadsWithoutAuth on a cluster without auth), whose pod template stays the
+// Config reloads. A server whose changes all reload (Effect.Reloads,
+// ReloadsWithoutAuth on a cluster without auth, or ReloadsWithMemoryResolver
+// on one in operator mode on the memory resolver), whose pod template stays the
 // same and whose config the controller can ask it to reload (Input.CanReload)
 // is stepped by a Reload step instead of a restart, behind the same gate and
 // in the same order. The step records the reload on the server's StatefulSet
@@ -44,7 +45,15 @@ func (in *Input) reloadRefused(s ServerState) bool {
 // reloadsKind says whether a change of this kind reloads on this cluster.
 func (in *Input) reloadsKind(k ChangeKind) bool {
 	e := effects[k]
-	return e.Reloads || (in.Target.Operator == "" && e.ReloadsWithoutAuth)
+	switch {
+	case e.Reloads:
+		return true
+	case in.Target.Operator == "":
+		return e.ReloadsWithoutAuth
+	case in.Target.Resolver == MemoryResolver:
+		return e.ReloadsWithMemoryResolver
+	}
+	return false
 }
 
 // reloadable says whether the server's step can be a reload, and if not,
@@ -95,21 +104,24 @@ func (p *planner) reloadable(s ServerState) (bool, string) {
 // 2.15.2 cannot be reloaded"); empty when every change reloads.
 func restartOnly(in *Input, changes []Change) string {
 	var parts []string
-	authOnly := true
+	// onMemory: every change that does not reload here would reload in
+	// operator mode on the memory resolver.
+	onMemory := in.Target.Operator != "" && in.Target.Resolver != MemoryResolver
 	for _, c := range changes {
 		if !in.reloadsKind(c.Kind) {
 			parts = append(parts, c.String())
-			authOnly = authOnly && effects[c.Kind].ReloadsWithoutAuth
+			onMemory = onMemory && effects[c.Kind].ReloadsWithMemoryResolver
 		}
 	}
 	if len(parts) == 0 {
 		return ""
 	}
 	why := strings.Join(parts, " and ") + " cannot be reloaded"
-	if authOnly {
+	if onMemory {
 		// Measured by the reload matrix: in operator mode a reload leaves
-		// the server with an account resolver it never starts.
-		why += " with auth (a reload stops the server fetching accounts from its peers)"
+		// the server with a full or cache account resolver it never starts;
+		// the memory resolver needs no starting.
+		why += " with a full or cache resolver (a reload stops the server fetching accounts from its peers); with spec.auth.resolver Memory it would reload"
 	}
 	return why
 }

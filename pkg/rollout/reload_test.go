@@ -24,12 +24,24 @@ var (
 		in.Target.LameDuckDuration, in.Target.LameDuckGracePeriod = "30s", "1s"
 	}
 	withAuth = func(in *Input) {
-		in.Target.Operator, in.Target.SystemAccount = opA, sysA
+		in.Target.Operator, in.Target.SystemAccount, in.Target.Resolver = opA, sysA, "full"
 		for i := range in.Servers {
-			in.Servers[i].Running.Operator, in.Servers[i].Running.SystemAccount = opA, sysA
+			in.Servers[i].Running.Operator, in.Servers[i].Running.SystemAccount, in.Servers[i].Running.Resolver = opA, sysA, "full"
 		}
 	}
 )
+
+// onMemory puts every server and the target on the memory resolver (on top
+// of withAuth); the others run a full one.
+func onMemory(in *Input) {
+	in.Target.Resolver = MemoryResolver
+	for i := range in.Servers {
+		in.Servers[i].Running.Resolver = MemoryResolver
+	}
+}
+
+// accountAdded preloads one more account in the target.
+func accountAdded(in *Input) { in.Target.Accounts = append(in.Target.Accounts, "AAPP") }
 
 func canReload(in *Input) { in.CanReload, in.ReloadTimeout = true, 2*time.Minute }
 
@@ -83,7 +95,35 @@ func TestReload(t *testing.T) {
 			name: "with auth, other server tags restart: a reload would stop the account resolver",
 			in:   cluster(3, withAuth, tagged, canReload),
 			kind: RestartOne, server: "demo-2", reason: clusterv1beta1.ReasonRollingRestart, message: "restarting demo-2 (1 of 3)",
-			why: "other server tags (none -> az:a) cannot be reloaded with auth (a reload stops the server fetching accounts from its peers)",
+			why: "other server tags (none -> az:a) cannot be reloaded with a full or cache resolver (a reload stops the server fetching accounts from its peers); with spec.auth.resolver Memory it would reload",
+		},
+		{
+			name: "with auth on the memory resolver, other server tags are reloaded",
+			in:   cluster(3, withAuth, onMemory, tagged, canReload),
+			kind: Reload, server: "demo-2", reason: clusterv1beta1.ReasonReloading, message: "reloading demo-2 (1 of 3)",
+		},
+		{
+			name: "with auth on the memory resolver, an account added is reloaded",
+			in:   cluster(3, withAuth, onMemory, canReload, accountAdded),
+			kind: Reload, server: "demo-2", reason: clusterv1beta1.ReasonReloading, message: "reloading demo-2 (1 of 3)",
+		},
+		{
+			name: "with auth, an account added restarts on a full resolver, and the reason says what would reload it",
+			in:   cluster(3, withAuth, canReload, accountAdded),
+			kind: RestartOne, server: "demo-2", reason: clusterv1beta1.ReasonRollingRestart, message: "restarting demo-2 (1 of 3)",
+			why: "other preloaded accounts cannot be reloaded with a full or cache resolver (a reload stops the server fetching accounts from its peers); with spec.auth.resolver Memory it would reload",
+		},
+		{
+			name: "with auth, moving to the memory resolver restarts: the old resolver keeps answering lookups after a reload",
+			in:   cluster(3, withAuth, canReload, func(in *Input) { in.Target.Resolver = MemoryResolver }),
+			kind: RestartOne, server: "demo-2", reason: clusterv1beta1.ReasonRollingRestart, message: "restarting demo-2 (1 of 3)",
+			why: "another account resolver (full -> mem) cannot be reloaded",
+		},
+		{
+			name: "with auth on the memory resolver, lowered JetStream limits still restart",
+			in:   cluster(3, withAuth, onMemory, canReload, func(in *Input) { in.Target.MaxMemoryStore = 1 }),
+			kind: RestartOne, server: "demo-2", reason: clusterv1beta1.ReasonRollingRestart, message: "restarting demo-2 (1 of 3)",
+			why: "lowered JetStream limits, or a limit set or unset cannot be reloaded",
 		},
 		{
 			name: "a server whose ConfigMap is ahead of its pod (a step cut short) is restarted: what it runs is not known",
@@ -117,7 +157,7 @@ func TestReload(t *testing.T) {
 			name: "with auth, raised JetStream limits restart: a reload would stop the account resolver",
 			in:   cluster(3, withAuth, limitsRaised, canReload),
 			kind: RestartOne, server: "demo-2", reason: clusterv1beta1.ReasonRollingRestart, message: "restarting demo-2 (1 of 3)",
-			why: "raised JetStream limits cannot be reloaded with auth (a reload stops the server fetching accounts from its peers)",
+			why: "raised JetStream limits cannot be reloaded with a full or cache resolver (a reload stops the server fetching accounts from its peers); with spec.auth.resolver Memory it would reload",
 		},
 		{
 			name: "other lame duck settings on a cluster without auth restart the servers one at a time: nats-server reloads neither",

@@ -29,4 +29,5 @@ var (
 	nsQuorum         = framework.SharedNamespace("quorum")
 	nsQuorumPair     = framework.SharedNamespace("quorum-pair")
 	nsDeletionSilent = framework.SharedNamespace("deletion-silent")
+	nsOperatorReload = framework.SharedNamespace("operator-reload")
 )

@@ -22,3 +22,16 @@ func SystemUser() *render.SystemUser {
 func RotatedSystemUser() *render.SystemUser {
 	return &render.SystemUser{Name: render.SystemUserName, PasswordHash: RotatedSystemUserHash}
 }
+
+// The fixture nkey of the controller's system user (a user seed made once
+// and fixed, so golden files stay stable) and its public key.
+const (
+	SystemUserSeed = "SUAKXWOCYQII5A4RL2VW6BDH7MPCZSN4WY2SC5DIMYSTJFHZVNJCWJXIZ4"
+	SystemUserNKey = "UAKXYLRTWQP5FNTTE5EHTWB5AD4YTUDXON3OABK3L367P2DRSNNEIETY"
+)
+
+// NKeySystemUser is the controller's system user as an nkey user
+// (SystemUserSeed).
+func NKeySystemUser() *render.SystemUser {
+	return &render.SystemUser{Name: render.SystemUserName, PasswordHash: SystemUserPasswordHash, NKey: SystemUserNKey}
+}

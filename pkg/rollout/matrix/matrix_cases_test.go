@@ -155,6 +155,7 @@ func matrixCases(t testing.TB, tr *matrixTrust) []matrixCase {
 	withSystemUser := func(s matrixSpec, u *render.SystemUser) matrixSpec { s.systemUser = u; return s }
 	routeTLS, clientTLS, rotated, rotatedClient := tlsSpecs()
 	cacheResolver := rendertest.Resolver(clusterv1beta1.ResolverCache)
+	memResolver := rendertest.Resolver(clusterv1beta1.ResolverMemory)
 	one := func(k ChangeKind) []ChangeKind { return []ChangeKind{k} }
 
 	return []matrixCase{
@@ -177,10 +178,16 @@ func matrixCases(t testing.TB, tr *matrixTrust) []matrixCase {
 		{"remove an account trust", one(ChangeAccounts), authed(tr.aWithApp2), authed(tr.a)},
 		{"full to cache resolver", one(ChangeResolver), authed(tr.a), authed(tr.a, cacheResolver)},
 		{"cache to full resolver", one(ChangeResolver), authed(tr.a, cacheResolver), authed(tr.a)},
+		{"full to memory resolver", one(ChangeResolver), authed(tr.a), authed(tr.a, memResolver)},
+		{"memory to full resolver", one(ChangeResolver), authed(tr.a, memResolver), authed(tr.a)},
+		{"add an account trust, memory resolver", one(ChangeAccounts), authed(tr.a, memResolver), authed(tr.aWithApp2, memResolver)},
 		{"add the system user", one(ChangeSystemUser), spec(), withSystemUser(spec(), rendertest.SystemUser())},
 		{"remove the system user", one(ChangeSystemUser), withSystemUser(spec(), rendertest.SystemUser()), spec()},
 		// No kind: the password hash is no fact, and this case proves it rolls.
 		{"new system user password", nil, withSystemUser(spec(), rendertest.SystemUser()), withSystemUser(spec(), rendertest.RotatedSystemUser())},
+		{"system user from a password to an nkey", one(ChangeSystemUserNKey), withSystemUser(spec(), rendertest.SystemUser()), withSystemUser(spec(), rendertest.NKeySystemUser())},
+		{"system user from an nkey to a password", one(ChangeSystemUserNKey), withSystemUser(spec(), rendertest.NKeySystemUser()), withSystemUser(spec(), rendertest.SystemUser())},
+		{"add the nkey system user", one(ChangeSystemUser), spec(), withSystemUser(spec(), rendertest.NKeySystemUser())},
 		{"turn route TLS on", one(ChangeRouteTLS), spec(), routeTLS(spec())},
 		{"turn route TLS off", one(ChangeRouteTLS), routeTLS(spec()), spec()},
 		{"new route certificate", one(ChangeRouteCertificate), routeTLS(spec()), rotated(routeTLS(spec()))},
@@ -286,7 +293,9 @@ func serverRuns(t testing.TB, spec matrixSpec, out *render.Output, bins map[stri
 		if facts.Operator != "" {
 			runs[i].Creds = tr.appCreds
 		}
-		if facts.SystemUser {
+		if facts.SystemUser && facts.SystemUserNKey {
+			runs[i].SystemSeed = rendertest.SystemUserSeed
+		} else if facts.SystemUser {
 			runs[i].SystemPassword = systemUserPassword(spec.systemUser)
 		}
 		if facts.RouteTLS || facts.ClientTLS {

@@ -16,7 +16,9 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
 
+	"github.com/nats-operator/nats-operator/pkg/render"
 	"github.com/nats-operator/nats-operator/pkg/render/rendertest"
 )
 
@@ -62,6 +64,9 @@ type serverRun struct {
 	// SystemPassword is the password of the controller's system user when
 	// the config has it (without auth); "" otherwise.
 	SystemPassword string
+	// SystemSeed is the nkey seed of the controller's system user when the
+	// config has it as an nkey user; "" otherwise (then SystemPassword).
+	SystemSeed string
 	// ClientCA is the PEM CA of the servers' client certificate when the
 	// config has client TLS; nil otherwise.
 	ClientCA []byte
@@ -71,7 +76,21 @@ type serverRun struct {
 }
 
 // HasSystemUser reports whether the config has the controller's system user.
-func (r serverRun) HasSystemUser() bool { return r.SystemPassword != "" }
+func (r serverRun) HasSystemUser() bool { return r.SystemPassword != "" || r.SystemSeed != "" }
+
+// systemAuth authenticates as the controller's system user of this config:
+// its nkey when it has one, else its password.
+func (r serverRun) systemAuth() nats.Option {
+	if r.SystemSeed != "" {
+		kp, err := nkeys.FromSeed([]byte(r.SystemSeed))
+		if err != nil {
+			panic(err)
+		}
+		pub, _ := kp.PublicKey()
+		return nats.Nkey(pub, kp.Sign)
+	}
+	return nats.UserInfo(render.SystemUserName, r.SystemPassword)
+}
 
 // clientOptions connect a client to a server running this config.
 func (r serverRun) clientOptions() []nats.Option {

@@ -68,9 +68,9 @@ func whoAmI(s *natsServer, opts ...nats.Option) (userInfo, error) {
 
 // pingReplies connects to s as the system user and counts the servers that
 // answer $SYS.REQ.SERVER.PING within a second.
-func pingReplies(s *natsServer, password string) (int, error) {
+func pingReplies(s *natsServer, auth nats.Option) (int, error) {
 	nc, err := nats.Connect(s.url(), append(s.running.tlsOptions(), nats.Timeout(2*time.Second), nats.NoReconnect(), nats.IgnoreDiscoveredServers(),
-		nats.UserInfo(render.SystemUserName, password))...)
+		auth)...)
 	if err != nil {
 		return 0, err
 	}
@@ -147,9 +147,9 @@ func systemUserOnce(servers []*natsServer) (ok bool, summary, detail string) {
 			marks = append(marks, m.String())
 			continue
 		}
-		u, err = whoAmI(s, nats.UserInfo(render.SystemUserName, s.running.SystemPassword))
+		u, err = whoAmI(s, s.running.systemAuth())
 		inSys := err == nil && u.Account == "$SYS"
-		n, perr := pingReplies(s, s.running.SystemPassword)
+		n, perr := pingReplies(s, s.running.systemAuth())
 		if !inSys || perr != nil || n != len(servers) {
 			fail(fmt.Sprintf("%s: the system user is %+v (%v), %d of %d servers answer its ping (%v)", s.name(), u, err, n, len(servers), perr))
 		}

@@ -296,7 +296,7 @@ type EmbeddedObjectMetadata struct {
 type LabelValue string
 
 // ResolverType is how servers in operator mode resolve account JWTs.
-// +kubebuilder:validation:Enum=Full;Cache
+// +kubebuilder:validation:Enum=Full;Cache;Memory
 type ResolverType string
 
 const (
@@ -304,6 +304,13 @@ const (
 	ResolverFull ResolverType = "Full"
 	// ResolverCache keeps account JWTs in a bounded cache on the data volume.
 	ResolverCache ResolverType = "Cache"
+	// ResolverMemory keeps only the accounts of accountTrustRefs, in memory:
+	// servers fetch no account from each other, and an account pushed to
+	// them (nsc push) lasts until the server restarts. With nats-server 2.15
+	// it is the only resolver under which a config reload keeps accounts
+	// working, so every day-2 change that reloads without auth reloads with
+	// it too; with Full or Cache they restart the servers.
+	ResolverMemory ResolverType = "Memory"
 )
 
 // AuthSpec runs the servers in operator mode.
@@ -319,7 +326,10 @@ type AuthSpec struct {
 	SystemCredentials *SystemCredentials `json:"systemCredentials,omitempty"`
 
 	// resolver is how servers resolve account JWTs: Full (default) keeps them
-	// in a directory on the data volume, Cache in a bounded cache.
+	// in a directory on the data volume, Cache in a bounded cache, Memory
+	// holds only the accounts of accountTrustRefs (and is the one with which
+	// tags, raised limits, certificates and accounts reload instead of
+	// restarting the servers).
 	// +optional
 	// +kubebuilder:default=Full
 	Resolver ResolverType `json:"resolver,omitempty"`

@@ -34,7 +34,10 @@ type AuthSpecApplyConfiguration struct {
 	// controller for $SYS actions (reload, peer removal, stepdown).
 	SystemCredentials *SystemCredentialsApplyConfiguration `json:"systemCredentials,omitempty"`
 	// resolver is how servers resolve account JWTs: Full (default) keeps them
-	// in a directory on the data volume, Cache in a bounded cache.
+	// in a directory on the data volume, Cache in a bounded cache, Memory
+	// holds only the accounts of accountTrustRefs (and is the one with which
+	// tags, raised limits, certificates and accounts reload instead of
+	// restarting the servers).
 	Resolver *clusterv1beta1.ResolverType `json:"resolver,omitempty"`
 	// accountTrustRefs name NatsAccountTrusts, in the same namespace, whose
 	// JWTs every server preloads.
