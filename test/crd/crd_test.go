@@ -194,7 +194,7 @@ var badClusters = []badCluster{
 	{name: "scaling a JetStream cluster down to one server is refused", update: true, edits: []edit{set("spec.replicas", int64(1))}, field: "spec.replicas", reason: metav1.StatusReasonInvalid},
 	{name: "a malformed image digest is refused", edits: []edit{set("spec.image.digest", "sha256:xyz")}, field: "spec.image.digest", reason: metav1.StatusReasonInvalid},
 	{name: "an image digest in upper case hex is refused", edits: []edit{set("spec.image.digest", "sha256:"+strings.Repeat("AB", 32))}, field: "spec.image.digest", reason: metav1.StatusReasonInvalid},
-	{name: "the Memory resolver is refused", edits: []edit{set("spec.auth.resolver", "Memory")}, field: "spec.auth.resolver", reason: metav1.StatusReasonInvalid},
+	{name: "a URL resolver is refused", edits: []edit{set("spec.auth.resolver", "URL")}, field: "spec.auth.resolver", reason: metav1.StatusReasonInvalid},
 	{name: "auth without a trustRef is refused", edits: []edit{remove("spec.auth.trustRef")}, field: "spec.auth.trustRef", reason: metav1.StatusReasonInvalid},
 	{name: "a trustRef with an empty name is refused", edits: []edit{set("spec.auth.trustRef.name", "")}, field: "spec.auth.trustRef.name", reason: metav1.StatusReasonInvalid},
 	{name: "an accountTrustRef without a name is refused", edits: []edit{set("spec.auth.accountTrustRefs", []any{map[string]any{}})}, field: "spec.auth.accountTrustRefs[0].name", reason: metav1.StatusReasonInvalid},
