@@ -30,6 +30,7 @@ import (
 
 type options struct {
 	reloadTimeout       time.Duration
+	systemUserLifetime  time.Duration
 	restRequeue         time.Duration
 	pauseBeforeStep     time.Duration
 	kubeconfig          string
@@ -70,6 +71,8 @@ func main() {
 		"How often a cluster at rest (Settled, up to date, holding nothing) is observed when no pod or object event syncs it; each observation asks every server 4 monitoring endpoints. A lag no pod shows (a stream falling behind) is seen up to this late.")
 	flag.DurationVar(&o.pauseBeforeStep, "pause-before-step", 0,
 		"for tests only: pause this long between deciding a step and writing it (a test injects a fault there); 0 in production")
+	flag.DurationVar(&o.systemUserLifetime, "system-user-lifetime", controller.DefaultSystemUserLifetime,
+		"How long each system account user the controller mints (operator mode with the NatsOperatorTrust's systemAccountSigningKey) is valid; a new one is minted in the last third.")
 	flag.DurationVar(&o.reloadTimeout, "reload-timeout", controller.DefaultReloadTimeout,
 		"How long a server may take to report the config it was reloaded onto (a kubelet updates a mounted ConfigMap within about a minute) before it is restarted instead.")
 	flag.StringVar(&o.controllerNamespace, "controller-namespace", "", "Namespace the controller runs in: every cluster's NetworkPolicy admits the monitoring port from it. Empty: the pod's namespace (POD_NAMESPACE), else "+controller.DefaultControllerNamespace+".")
@@ -130,7 +133,7 @@ func run(ctx context.Context, o options) error {
 	}
 	ctrl := controller.New(ctx, controller.Options{
 		KubeClient: kubeClient, NatsClient: natsClient, Informers: inf.Informers, Dynamic: dyn, Metrics: metrics,
-		ControllerNamespace: o.controllerNamespace, ReloadTimeout: o.reloadTimeout, RestRequeue: o.restRequeue,
+		ControllerNamespace: o.controllerNamespace, ReloadTimeout: o.reloadTimeout, RestRequeue: o.restRequeue, SystemUserLifetime: o.systemUserLifetime,
 		PauseBeforeStep: o.pauseBeforeStep,
 	})
 

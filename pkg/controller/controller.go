@@ -148,6 +148,10 @@ type Options struct {
 	// holding nothing) is observed when no event syncs it (0:
 	// DefaultRestRequeue; --rest-requeue).
 	RestRequeue time.Duration
+	// SystemUserLifetime is how long each system account user minted with
+	// the NatsOperatorTrust's systemAccountSigningKey is valid (0:
+	// DefaultSystemUserLifetime; --system-user-lifetime).
+	SystemUserLifetime time.Duration
 	// PauseBeforeStep is for tests only (--pause-before-step): a sync that
 	// took a step pauses this long after deciding it and before writing
 	// it, logging "Pausing before the step", so a test can inject a fault
@@ -171,7 +175,7 @@ func New(ctx context.Context, o Options) *Controller {
 	c := &Controller{
 		kubeClient:          kubeClient,
 		natsClient:          natsClient,
-		gatherer:            gatherer{src: src, systemUsers: &systemUserCache{}},
+		gatherer:            gatherer{src: src, systemUsers: &systemUserCache{}, minted: &mintedUsers{lifetime: cmp.Or(o.SystemUserLifetime, DefaultSystemUserLifetime)}},
 		api:                 src.API.(*apiReader),
 		ownWrites:           newOwnWrites(),
 		dynamic:             o.Dynamic,

@@ -289,7 +289,7 @@ func reloadAccess(f *facts, su *systemUser, in *rollout.Input) (observe.Target, 
 	}
 	if f.nc.Spec.Auth != nil {
 		if len(f.systemCreds) == 0 {
-			return t, false, "reloads need spec.auth.systemCredentials (the creds file of a system account user)"
+			return t, false, "reloads need spec.auth.systemCredentials (the creds file of a system account user) or the NatsOperatorTrust's spec.systemAccountSigningKey (the controller then mints its own system user)"
 		}
 		full := observeTarget(f)
 		full.TLSRootCAs, full.TLSServerName = t.TLSRootCAs, t.TLSServerName

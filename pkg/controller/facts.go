@@ -21,6 +21,7 @@ func (f *facts) clone() *facts {
 		c.trust = &t
 	}
 	c.systemCreds = slices.Clone(f.systemCreds)
+	c.systemCredsMinted = f.systemCredsMinted
 	cloneServers := func(in []serverObjects) []serverObjects {
 		if in == nil {
 			return nil

@@ -69,8 +69,11 @@ type facts struct {
 	nc *clusterv1beta1.NatsCluster
 	// trust is nil without spec.auth.
 	trust *render.Trust
-	// systemCreds is the creds file of spec.auth.systemCredentials.
-	systemCreds []byte
+	// systemCreds is the creds file of spec.auth.systemCredentials, or of
+	// the user minted with the trust's systemAccountSigningKey
+	// (systemCredsMinted).
+	systemCreds       []byte
+	systemCredsMinted bool
 	// servers in ordinal order, one per spec.replicas.
 	servers []serverObjects
 	// extra are the servers beyond spec.replicas that still have a
@@ -125,6 +128,8 @@ type facts struct {
 type gatherer struct {
 	src         Sources
 	systemUsers *systemUserCache
+	// minted are the system account users minted with trusts' signing keys.
+	minted *mintedUsers
 }
 
 // gather reads the cluster's references and objects. A reference that
@@ -145,7 +150,7 @@ func (g *gatherer) gather(ctx context.Context, nc *clusterv1beta1.NatsCluster, n
 		err = g.gatherClaims(ctx, f)
 	}
 	if err == nil {
-		err = g.gatherAuth(ctx, f)
+		err = g.gatherAuth(ctx, f, now)
 	}
 	if err == nil {
 		err = g.gatherSystemUser(ctx, f)
@@ -375,7 +380,7 @@ func expands(class *storagev1.StorageClass) bool {
 }
 
 // gatherAuth reads the references of spec.auth.
-func (g *gatherer) gatherAuth(ctx context.Context, f *facts) error {
+func (g *gatherer) gatherAuth(ctx context.Context, f *facts, now time.Time) error {
 	nc := f.nc
 	auth := nc.Spec.Auth
 	if auth == nil {
@@ -424,6 +429,12 @@ func (g *gatherer) gatherAuth(ctx context.Context, f *facts) error {
 				nc.Namespace, sc.SecretKeyRef.Name, key)}
 		}
 		f.systemCreds = creds
+	} else if sk := ot.Spec.SystemAccountSigningKey; sk != nil {
+		creds, err := g.gatherMintedSystemUser(ctx, f, ot, now)
+		if err != nil {
+			return err
+		}
+		f.systemCreds, f.systemCredsMinted = creds, true
 	}
 	f.trust = trust
 	return nil

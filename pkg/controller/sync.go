@@ -85,6 +85,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		c.ownWrites.forget(key)
 		c.metrics.forget(key)
 		c.gatherer.systemUsers.forgetCluster(key.Namespace, key.Name)
+		c.gatherer.minted.forget(key.Namespace + "/" + key.Name)
 		return 0, nil
 	}
 	if err != nil {

@@ -6,36 +6,70 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/nats-operator/nats-operator/internal/poll"
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
+	trustv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/trust/v1beta1"
 	"github.com/nats-operator/nats-operator/pkg/render/rendertest"
 	"github.com/nats-operator/nats-operator/test/framework"
 )
 
-// An operator-mode cluster on the memory resolver (the auth example with
-// spec.auth.resolver Memory and a trust chain of the test's own), under a
-// publisher of the account's user on an R3 stream, takes other server tags
-// with a raised JetStream limit, and then an account added, each by a config
-// reload of every server: no pod restarts, appliedBy Reload, every server
-// reports its revision and runs the tags, and a user of the added account
-// connects through every server. No acknowledged message is lost.
-func TestOperatorModeReloadsOnTheMemoryResolver(t *testing.T) {
-	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-	s := framework.Shared(ctx, t, nsOperatorReload)
-	s.CreateNamespace(ctx, t, s.NS)
+// operatorCluster is an operator-mode cluster of the test's own trust chain
+// under a publisher of the account's user on an R3 stream ORDERS.
+type operatorCluster struct {
+	fixture    *rendertest.Fixture
+	appCreds   string
+	writeCreds func(name string, b []byte) string
+	urls       []string
+	pub        *framework.Publisher
+}
 
+// startOperatorCluster runs the NatsCluster of the auth example on the
+// memory resolver with a trust chain of the test's own: with
+// signingKey, the NatsOperatorTrust gives a signing key of the system
+// account (Secret demo-sys-signing) and the cluster no
+// spec.auth.systemCredentials; without, the Secret demo-system-creds holds
+// a system user's creds, as in the example.
+func startOperatorCluster(ctx context.Context, t *testing.T, s *framework.Stack, signingKey bool) operatorCluster {
+	t.Helper()
 	f := rendertest.NewTrust(t, rendertest.WithAccounts("demo-app"))
-	if _, err := s.Nats.TrustV1beta1().NatsOperatorTrusts(s.NS).Create(ctx, f.OperatorTrust(s.NS, "demo"), metav1.CreateOptions{}); err != nil {
+	ot := f.OperatorTrust(s.NS, "demo")
+	if signingKey {
+		sk, _ := nkeys.CreateAccount()
+		skPub, _ := sk.PublicKey()
+		skSeed, _ := sk.Seed()
+		ac, err := jwt.DecodeAccountClaims(f.System.JWT)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ac.SigningKeys.Add(skPub)
+		if ot.Spec.SystemAccountJWT, err = ac.Encode(f.SigningKey); err != nil {
+			t.Fatal(err)
+		}
+		ot.Spec.SystemAccountSigningKey = &trustv1beta1.SecretKeySelector{Name: "demo-sys-signing"}
+		sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "demo-sys-signing"}, Data: map[string][]byte{"seed": skSeed}}
+		if _, err := s.Kube.CoreV1().Secrets(s.NS).Create(ctx, sec, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		sys := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "demo-system-creds"}, Data: map[string][]byte{"user.creds": f.System.UserCreds(t, "demo-system")}}
+		if _, err := s.Kube.CoreV1().Secrets(s.NS).Create(ctx, sys, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Nats.TrustV1beta1().NatsOperatorTrusts(s.NS).Create(ctx, ot, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, a := range f.AccountTrusts(s.NS) {
@@ -43,15 +77,14 @@ func TestOperatorModeReloadsOnTheMemoryResolver(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	sys := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "demo-system-creds"}, Data: map[string][]byte{"user.creds": f.System.UserCreds(t, "demo-system")}}
-	if _, err := s.Kube.CoreV1().Secrets(s.NS).Create(ctx, sys, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	nc, err := framework.ExampleObject("natscluster-auth.yaml", "NatsCluster")
 	if err != nil {
 		t.Fatal(err)
 	}
 	_ = unstructured.SetNestedField(nc.Object, string(clusterv1beta1.ResolverMemory), "spec", "auth", "resolver")
+	if signingKey {
+		unstructured.RemoveNestedField(nc.Object, "spec", "auth", "systemCredentials")
+	}
 	s.ApplyObjects(ctx, t, s.NS, nc)
 	s.WaitSettledUpToDate(ctx, t, s.NS, "demo", 3*time.Minute)
 
@@ -70,7 +103,24 @@ func TestOperatorModeReloadsOnTheMemoryResolver(t *testing.T) {
 		t.Fatal(err)
 	}
 	framework.CreateStream(ctx, t, js, "ORDERS", 3)
-	pub := framework.StartPublisher(ctx, js, "ORDERS.new")
+	return operatorCluster{fixture: f, appCreds: app, writeCreds: writeCreds, urls: urls, pub: framework.StartPublisher(ctx, js, "ORDERS.new")}
+}
+
+// An operator-mode cluster on the memory resolver (the auth example with
+// spec.auth.resolver Memory and a trust chain of the test's own), under a
+// publisher of the account's user on an R3 stream, takes other server tags
+// with a raised JetStream limit, and then an account added, each by a config
+// reload of every server: no pod restarts, appliedBy Reload, every server
+// reports its revision and runs the tags, and a user of the added account
+// connects through every server. No acknowledged message is lost.
+func TestOperatorModeReloadsOnTheMemoryResolver(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	s := framework.Shared(ctx, t, nsOperatorReload)
+	s.CreateNamespace(ctx, t, s.NS)
+	oc := startOperatorCluster(ctx, t, s, false)
+	f, app, writeCreds, urls, pub := oc.fixture, oc.appCreds, oc.writeCreds, oc.urls, oc.pub
 	before := s.PodUIDs(ctx, s.NS, serverPods...)
 
 	reloaded := func(step string) *clusterv1beta1.NatsCluster {
@@ -138,4 +188,94 @@ func TestOperatorModeReloadsOnTheMemoryResolver(t *testing.T) {
 		}
 	}
 	verifyNoLoss(ctx, t, s, pub, nats.UserCredentials(app))
+}
+
+// An operator-mode cluster whose NatsOperatorTrust gives only a signing key
+// of the system account (no spec.auth.systemCredentials), under a
+// publisher: the controller mints its own short-lived system user (30 s
+// lifetime here) and with it scales 3 -> 5 -> 3 (peer removal and
+// evacuation over $SYS) and replaces a server; the minted user is renewed
+// on the way (the controller logs each one minted); 0 lost.
+func TestOperatorModeDayTwoWithOnlyTheSigningKey(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	s := framework.OwnController(ctx, t, "operator-sysuser", "--system-user-lifetime=30s")
+	oc := startOperatorCluster(ctx, t, s, true)
+
+	minted := func() int { return strings.Count(s.Controller.Log(), "Minted a system account user") }
+	servers := func(nc *clusterv1beta1.NatsCluster) []string {
+		var out []string
+		for _, srv := range nc.Status.Servers {
+			out = append(out, srv.Name)
+		}
+		return out
+	}
+	settledWith := func(what string, want ...string) {
+		t.Helper()
+		poll.Eventually(t, 6*time.Minute, 250*time.Millisecond, what, func() error {
+			nc, err := s.Cluster(ctx, s.NS, "demo")
+			if err != nil {
+				return err
+			}
+			if got := servers(nc); !slices.Equal(got, want) || len(nc.Status.Removals) != 0 {
+				return fmt.Errorf("servers %v, removals %+v; %s", got, nc.Status.Removals, framework.Conditions(nc))
+			}
+			if _, ok := nc.Annotations[clusterv1beta1.AnnotationReplaceServer]; ok {
+				return fmt.Errorf("the replace annotation is still set; %s", framework.Conditions(nc))
+			}
+			return framework.CheckSettledUpToDate(nc)
+		})
+	}
+	five := []string{"demo-0", "demo-1", "demo-2", "demo-3", "demo-4"}
+	patchCluster(ctx, t, s, `{"spec":{"replicas":5}}`)
+	settledWith("scaled up to 5", five...)
+	for _, p := range []string{"demo-3-0", "demo-4-0"} {
+		if s.PodUIDs(ctx, s.NS, p)[p] == "" {
+			t.Fatalf("scaled up to 5 without pod %s", p)
+		}
+	}
+	patchCluster(ctx, t, s, `{"spec":{"replicas":3}}`)
+	settledWith("scaled down to 3", five[:3]...)
+	if got := s.PodUIDs(ctx, s.NS, "demo-3-0", "demo-4-0"); got["demo-3-0"] != "" || got["demo-4-0"] != "" {
+		t.Errorf("pods of the removed servers remain: %v", got)
+	}
+	t.Logf("scaled 3 -> 5 -> 3 with %d minted system users", minted())
+
+	// The minted user is renewed in the last third of its 30 s lifetime;
+	// the replacement then goes through the renewed one.
+	poll.Eventually(t, time.Minute, 500*time.Millisecond, "a second minted system user", func() error {
+		if n := minted(); n < 2 {
+			return fmt.Errorf("%d minted", n)
+		}
+		return nil
+	})
+	claim := func() string {
+		c, err := s.Kube.CoreV1().PersistentVolumeClaims(s.NS).Get(ctx, "data-demo-1-0", metav1.GetOptions{})
+		if err != nil {
+			return ""
+		}
+		return string(c.UID)
+	}
+	oldClaim := claim()
+	patchCluster(ctx, t, s, `{"metadata":{"annotations":{"`+clusterv1beta1.AnnotationReplaceServer+`":"demo-1"}}}`)
+	poll.Eventually(t, time.Minute, 250*time.Millisecond, "demo-1 being replaced", func() error {
+		if now := claim(); now != "" && now != oldClaim {
+			return nil
+		}
+		nc, err := s.Cluster(ctx, s.NS, "demo")
+		if err != nil {
+			return err
+		}
+		if len(nc.Status.Removals) > 0 {
+			return nil
+		}
+		return fmt.Errorf("no removal yet; %s", framework.Conditions(nc))
+	})
+	settledWith("demo-1 replaced", five[:3]...)
+	if now := claim(); now == "" || now == oldClaim {
+		t.Errorf("demo-1's claim is %q, want a new one (was %s)", now, oldClaim)
+	}
+	t.Logf("demo-1 replaced; the controller minted %d system users", minted())
+	verifyNoLoss(ctx, t, s, oc.pub, nats.UserCredentials(oc.appCreds))
 }

@@ -110,6 +110,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &applyconfigurationtrustv1beta1.NatsOperatorTrustApplyConfiguration{}
 	case trustv1beta1.SchemeGroupVersion.WithKind("NatsOperatorTrustSpec"):
 		return &applyconfigurationtrustv1beta1.NatsOperatorTrustSpecApplyConfiguration{}
+	case trustv1beta1.SchemeGroupVersion.WithKind("SecretKeySelector"):
+		return &applyconfigurationtrustv1beta1.SecretKeySelectorApplyConfiguration{}
 
 	}
 	return nil

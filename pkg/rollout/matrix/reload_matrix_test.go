@@ -189,7 +189,7 @@ func TestConfigReloadMatrix(t *testing.T) {
 		if got := EffectOf(k).Reloads; got != want {
 			t.Errorf("%s: the planner says Reloads=%t, real servers %t", k, got, want)
 			if want && fullResolverDefect[k] {
-				t.Errorf("%s now reloads with a full or cache resolver too: the nats-server release fixed the defect of hack/repro/operator-mode-reload; revisit ReloadsWithMemoryResolver and the README's advice to use the Memory resolver", k)
+				t.Errorf("%s now reloads with a full or cache resolver too: the nats-server release fixed the full-resolver reload defect (reloadAuthorization installs the resolver without starting it); revisit ReloadsWithMemoryResolver and the README's advice to use the Memory resolver", k)
 			}
 		}
 		// A kind no case on the memory resolver has does not reload there.
@@ -329,9 +329,8 @@ func tlsNotReloaded(kinds []ChangeKind) string {
 
 // plannerSays is yesNo of an effect, "." for a case of no kind.
 // fullResolverDefect are the kinds that reload on the memory resolver but
-// not on a full or cache one, only because of the defect of
-// hack/repro/operator-mode-reload (nats-server 2.15 installs the reloaded
-// full or cache resolver without starting it).
+// not on a full or cache one, only because nats-server 2.15 installs the
+// reloaded full or cache resolver without starting it.
 var fullResolverDefect = map[ChangeKind]bool{
 	ChangeServerTags: true, ChangeJetStreamLimitsRaised: true, ChangeAccounts: true,
 	ChangeRouteCertificate: true, ChangeClientCertificate: true,

@@ -38,6 +38,29 @@ type NatsOperatorTrustSpec struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=65536
 	SystemAccountJWT string `json:"systemAccountJWT"`
+
+	// systemAccountSigningKey, optional, is a Secret key (in the same
+	// namespace) holding the seed (SA...) of the system account's own key or
+	// of one of its signing keys. With it the controller mints its own
+	// short-lived users of the system account (see --system-user-lifetime)
+	// for the $SYS requests of reloads, scale-down and replace, and
+	// spec.auth.systemCredentials is not needed. Remove the key from the
+	// system account JWT to revoke every user it issued.
+	// +optional
+	SystemAccountSigningKey *SecretKeySelector `json:"systemAccountSigningKey,omitempty"`
+}
+
+// SecretKeySelector selects a key of a Secret in the same namespace.
+type SecretKeySelector struct {
+	// name of the Secret.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// key of the Secret holding the seed; "seed" when empty.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Key string `json:"key,omitempty"`
 }
 
 // NatsOperatorTrustList is a list of NatsOperatorTrusts.

@@ -30,6 +30,14 @@ type NatsOperatorTrustSpecApplyConfiguration struct {
 	// the NATS operator's identity key or one of its signing keys, and be the
 	// system account the operator JWT names, if it names one.
 	SystemAccountJWT *string `json:"systemAccountJWT,omitempty"`
+	// systemAccountSigningKey, optional, is a Secret key (in the same
+	// namespace) holding the seed (SA...) of the system account's own key or
+	// of one of its signing keys. With it the controller mints its own
+	// short-lived users of the system account (see --system-user-lifetime)
+	// for the $SYS requests of reloads, scale-down and replace, and
+	// spec.auth.systemCredentials is not needed. Remove the key from the
+	// system account JWT to revoke every user it issued.
+	SystemAccountSigningKey *SecretKeySelectorApplyConfiguration `json:"systemAccountSigningKey,omitempty"`
 }
 
 // NatsOperatorTrustSpecApplyConfiguration constructs a declarative configuration of the NatsOperatorTrustSpec type for use with
@@ -51,5 +59,13 @@ func (b *NatsOperatorTrustSpecApplyConfiguration) WithOperatorJWT(value string) 
 // If called multiple times, the SystemAccountJWT field is set to the value of the last call.
 func (b *NatsOperatorTrustSpecApplyConfiguration) WithSystemAccountJWT(value string) *NatsOperatorTrustSpecApplyConfiguration {
 	b.SystemAccountJWT = &value
+	return b
+}
+
+// WithSystemAccountSigningKey sets the SystemAccountSigningKey field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the SystemAccountSigningKey field is set to the value of the last call.
+func (b *NatsOperatorTrustSpecApplyConfiguration) WithSystemAccountSigningKey(value *SecretKeySelectorApplyConfiguration) *NatsOperatorTrustSpecApplyConfiguration {
+	b.SystemAccountSigningKey = value
 	return b
 }

@@ -1,0 +1,100 @@
+package sysuser
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/jwt/v2"
+	"github.com/nats-io/nkeys"
+
+	rt "github.com/nats-operator/nats-operator/pkg/render/rendertest"
+)
+
+func TestNewSignerChecksTheKeyAgainstTheSystemAccount(t *testing.T) {
+	f := rt.NewTrust(t)
+	sk, _ := nkeys.CreateAccount()
+	skPub, _ := sk.PublicKey()
+	ac, err := jwt.DecodeAccountClaims(f.System.JWT)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ac.SigningKeys.Add(skPub)
+	withKey, err := ac.Encode(f.SigningKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	skSeed, _ := sk.Seed()
+	other, _ := nkeys.CreateAccount()
+	otherSeed, _ := other.Seed()
+	user, _ := nkeys.CreateUser()
+	userSeed, _ := user.Seed()
+
+	if s, err := NewSigner(f.System.Seed, f.System.JWT); err != nil || s.Key != s.Account {
+		t.Errorf("the account's own key: %+v, %v", s, err)
+	}
+	if s, err := NewSigner(skSeed, withKey); err != nil || s.Key != skPub || s.Account != f.System.PublicKey {
+		t.Errorf("a signing key of the account: %+v, %v", s, err)
+	}
+	for name, tc := range map[string]struct {
+		seed []byte
+		jwt  string
+		want string
+	}{
+		"a signing key the JWT does not list": {skSeed, f.System.JWT, "neither the system account"},
+		"another account's key":               {otherSeed, withKey, "neither the system account"},
+		"a user seed":                         {userSeed, withKey, "not the seed of an account key"},
+		"not a seed":                          {[]byte("SAnot-a-seed"), withKey, "not an nkey seed"},
+	} {
+		_, err := NewSigner(tc.seed, tc.jwt)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one saying %q", name, err, tc.want)
+		}
+		if err != nil && strings.Contains(err.Error(), string(tc.seed)) {
+			t.Errorf("%s: the error holds the seed", name)
+		}
+	}
+}
+
+func TestMintIssuesAShortLivedUserOfTheSystemAccount(t *testing.T) {
+	f := rt.NewTrust(t)
+	sk, _ := nkeys.CreateAccount()
+	skPub, _ := sk.PublicKey()
+	skSeed, _ := sk.Seed()
+	ac, _ := jwt.DecodeAccountClaims(f.System.JWT)
+	ac.SigningKeys.Add(skPub)
+	withKey, _ := ac.Encode(f.SigningKey)
+	s, err := NewSigner(skSeed, withKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	u, err := s.Mint("nats-operator", now, 30*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, err := jwt.ParseDecoratedJWT(u.Creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	uc, err := jwt.DecodeUserClaims(token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if uc.Issuer != skPub || uc.IssuerAccount != f.System.PublicKey || uc.Subject != u.PublicKey {
+		t.Errorf("issuer %s (account %s) subject %s; want the signing key, the system account and the minted key", uc.Issuer, uc.IssuerAccount, uc.Subject)
+	}
+	if got := time.Unix(uc.Expires, 0); !got.Equal(now.Add(30*time.Minute)) || !u.Expires.Equal(got) {
+		t.Errorf("expires %s (User says %s), want %s", got, u.Expires, now.Add(30*time.Minute))
+	}
+	if _, err := jwt.ParseDecoratedUserNKey(u.Creds); err != nil {
+		t.Errorf("the creds hold no user seed: %v", err)
+	}
+	again, _ := s.Mint("nats-operator", now, 30*time.Minute)
+	if again.PublicKey == u.PublicKey {
+		t.Error("two mints made the same user key")
+	}
+	if Due(u.Expires, now.Add(19*time.Minute), 30*time.Minute) || !Due(u.Expires, now.Add(20*time.Minute), 30*time.Minute) {
+		t.Error("a user is due for renewal from the last third of its lifetime on, not before")
+	}
+}
