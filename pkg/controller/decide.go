@@ -282,17 +282,20 @@ func assets(snap *observe.Snapshot) []rollout.Asset {
 func reloadAccess(f *facts, su *systemUser, in *rollout.Input) (observe.Target, bool, string) {
 	t := observe.Target{Cluster: f.nc.Namespace + "/" + f.nc.Name}
 	if f.tls.Client != nil {
-		if f.tls.Client.Verify {
-			return t, false, "reloads need a client certificate with spec.tls.verifyClients, which the controller does not have"
+		if f.tls.Client.Verify && f.clientCert == nil {
+			return t, false, "reloads need a client certificate with spec.tls.verifyClients, which the controller does not have yet"
 		}
 		t.TLSRootCAs, t.TLSServerName = f.tlsCA, f.nc.Name+"."+f.nc.Namespace+".svc"
+		if f.clientCert != nil {
+			t.TLSClientCert, t.TLSClientKey = f.clientCert.Cert, f.clientCert.Key
+		}
 	}
 	if f.nc.Spec.Auth != nil {
 		if len(f.systemCreds) == 0 {
 			return t, false, "reloads need spec.auth.systemCredentials (the creds file of a system account user) or the NatsOperatorTrust's spec.systemAccountSigningKey (the controller then mints its own system user)"
 		}
 		full := observeTarget(f)
-		full.TLSRootCAs, full.TLSServerName = t.TLSRootCAs, t.TLSServerName
+		full.TLSRootCAs, full.TLSServerName, full.TLSClientCert, full.TLSClientKey = t.TLSRootCAs, t.TLSServerName, t.TLSClientCert, t.TLSClientKey
 		return full, true, ""
 	}
 	if su == nil {

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/nats-operator/nats-operator/internal/pki"
 	"github.com/nats-operator/nats-operator/pkg/render"
 )
 
@@ -52,9 +53,12 @@ func (f *facts) clone() *facts {
 	c.upgradedSystemUser = f.upgradedSystemUser.DeepCopy()
 	c.tls = render.TLS{Routes: copyFiles(f.tls.Routes), Client: copyFiles(f.tls.Client)}
 	c.tlsCA = slices.Clone(f.tlsCA)
-	c.routeTLSSecrets = slices.Clone(f.routeTLSSecrets)
-	for i, s := range c.routeTLSSecrets {
-		c.routeTLSSecrets[i] = s.DeepCopy()
+	if f.clientCert != nil {
+		c.clientCert = &pki.Pair{Cert: slices.Clone(f.clientCert.Cert), Key: slices.Clone(f.clientCert.Key)}
+	}
+	c.tlsSecrets = slices.Clone(f.tlsSecrets)
+	for i, s := range c.tlsSecrets {
+		c.tlsSecrets[i] = s.DeepCopy()
 	}
 	if f.claims != nil {
 		c.claims = map[int32]*corev1.PersistentVolumeClaim{}

@@ -40,6 +40,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/nats-operator/nats-operator/internal/pki"
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
 	"github.com/nats-operator/nats-operator/pkg/render"
 	"github.com/nats-operator/nats-operator/pkg/rollout"
@@ -102,10 +103,14 @@ type facts struct {
 	// connections), nil without client TLS.
 	tls   render.TLS
 	tlsCA []byte
-	// routeTLSSecrets are the generated route TLS Secrets gather made or
-	// renewed (the CA missing or invalid, the certificate due): they are
-	// written before anything that renders them.
-	routeTLSSecrets []*corev1.Secret
+	// clientCert is the controller's own client certificate under
+	// spec.tls.verifyClients (gatherClientCA); nil otherwise.
+	clientCert *pki.Pair
+	// tlsSecrets are the generated TLS Secrets gather made or renewed
+	// (the routes', and the controller's client CA: the CA missing or
+	// invalid, the certificate due, the bundle changed): they are written
+	// before anything that renders them.
+	tlsSecrets []*corev1.Secret
 	// certificate is the client Certificate of spec.tls.certificate as the
 	// API server holds it; nil when absent. certificateWrite is what to
 	// create or update, said once it was read (absent or not); nil when it

@@ -6,6 +6,7 @@ package controller
 // the TLS is for: tls.go and certificate.go.
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
@@ -14,6 +15,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -50,7 +52,7 @@ func (g *gatherer) gatherTLS(ctx context.Context, f *facts, now time.Time) error
 		f.tls.Routes = files
 	}
 	if t := nc.Spec.TLS; t != nil && t.Certificate != nil {
-		return g.gatherCertificate(ctx, f)
+		return g.gatherCertificate(ctx, f, now)
 	}
 	if t := nc.Spec.TLS; t != nil && t.Secret != nil {
 		files, ca, err := g.gatherTLSSecret(ctx, nc, t.Secret, "spec.tls.secret", t.VerifyClients)
@@ -59,7 +61,72 @@ func (g *gatherer) gatherTLS(ctx context.Context, f *facts, now time.Time) error
 		}
 		files.Verify = t.VerifyClients
 		f.tls.Client, f.tlsCA = files, ca
+		return g.gatherClientCA(ctx, f, now)
 	}
+	return nil
+}
+
+// Keys of the Secret <name>-client-ca (render.ClientCASuffix).
+const (
+	keyOperatorCA    = "operator-ca.crt"
+	keyOperatorCAKey = "operator-ca.key"
+	keyOperatorCert  = "operator.crt"
+	keyOperatorKey   = "operator.key"
+	// operatorCertName is the DNS name of the controller's client
+	// certificate (servers verify only its chain).
+	operatorCertName = "nats-operator"
+)
+
+// gatherClientCA gives the controller a client certificate under
+// spec.tls.verifyClients, where the servers refuse a client without one: it
+// keeps its own CA and a certificate under it in the Secret
+// <name>-client-ca, and the servers verify clients against the bundle of
+// spec.tls's CA and that CA (key ca.crt), so that users' clients are
+// verified as before and the controller's connections are let in. A new
+// controller CA is harmless (clients' CA is in every bundle), so a missing
+// or broken one is made again; the certificate is renewed under the same
+// CA like the routes'. Nothing without verifyClients.
+func (g *gatherer) gatherClientCA(ctx context.Context, f *facts, now time.Time) error {
+	files := f.tls.Client
+	if files == nil || !files.Verify {
+		return nil
+	}
+	nc := f.nc
+	name := nc.Name + render.ClientCASuffix
+	s, err := g.src.API.Secret(ctx, nc.Namespace, name)
+	switch {
+	case apierrors.IsNotFound(err):
+		s = nil
+	case err != nil:
+		return err
+	case !metav1.IsControlledBy(s, nc):
+		return &notControlledError{"Secret", s.Namespace, s.Name}
+	}
+	data := map[string][]byte{}
+	if s != nil {
+		data = maps.Clone(s.Data)
+	}
+	ca := pki.Pair{Cert: data[keyOperatorCA], Key: data[keyOperatorCAKey]}
+	if _, err := tls.X509KeyPair(ca.Cert, ca.Key); err != nil {
+		if ca, err = pki.NewCA(nc.Name+" controller client CA", now); err != nil {
+			return fmt.Errorf("generating the controller's client CA of %s: %w", klog.KObj(nc), err)
+		}
+		data = map[string][]byte{keyOperatorCA: ca.Cert, keyOperatorCAKey: ca.Key}
+	}
+	if pki.Check(data[keyOperatorCert], ca.Cert, []string{operatorCertName}, now) != nil {
+		leaf, err := pki.Issue(ca, operatorCertName, []string{operatorCertName}, now)
+		if err != nil {
+			return fmt.Errorf("issuing the controller's client certificate of %s: %w", klog.KObj(nc), err)
+		}
+		data[keyOperatorCert], data[keyOperatorKey] = leaf.Cert, leaf.Key
+	}
+	data[keyCA] = slices.Concat(f.tlsCA, []byte("\n"), ca.Cert)
+	if s == nil || !maps.EqualFunc(s.Data, data, bytes.Equal) {
+		f.tlsSecrets = append(f.tlsSecrets, ownedSecret(nc, name, s, data))
+	}
+	files.CASecret, files.CAKey = name, keyCA
+	files.Digest = secretDigest([]byte(files.Digest), data[keyCA])
+	f.clientCert = &pki.Pair{Cert: data[keyOperatorCert], Key: data[keyOperatorKey]}
 	return nil
 }
 
@@ -105,7 +172,7 @@ func keyOr(k, def string) string {
 }
 
 // gatherGeneratedRouteTLS reads the generated route TLS Secrets and makes or
-// renews what is missing or due (f.routeTLSSecrets); the files are those the Secret holds
+// renews what is missing or due (f.tlsSecrets); the files are those the Secret holds
 // once written.
 func (g *gatherer) gatherGeneratedRouteTLS(ctx context.Context, f *facts, now time.Time) (*render.TLSFiles, error) {
 	nc := f.nc
@@ -153,7 +220,7 @@ func (g *gatherer) gatherGeneratedRouteTLS(ctx context.Context, f *facts, now ti
 		if ca, err = pki.NewCA(nc.Name+" routes CA", now); err != nil {
 			return nil, fmt.Errorf("generating the route CA of %s: %w", klog.KObj(nc), err)
 		}
-		f.routeTLSSecrets = append(f.routeTLSSecrets, ownedSecret(nc, nc.Name+routesCASuffix, caSecret, map[string][]byte{keyCA: ca.Cert, keyCAKey: ca.Key}))
+		f.tlsSecrets = append(f.tlsSecrets, ownedSecret(nc, nc.Name+routesCASuffix, caSecret, map[string][]byte{keyCA: ca.Cert, keyCAKey: ca.Key}))
 		newCA = true // a new CA needs a new certificate
 	}
 	data := map[string][]byte{}
@@ -169,7 +236,7 @@ func (g *gatherer) gatherGeneratedRouteTLS(ctx context.Context, f *facts, now ti
 			return nil, fmt.Errorf("issuing the route certificate of %s: %w", klog.KObj(nc), err)
 		}
 		data = map[string][]byte{keyCert: leaf.Cert, keyKey: leaf.Key, keyCA: ca.Cert}
-		f.routeTLSSecrets = append(f.routeTLSSecrets, ownedSecret(nc, nc.Name+routesTLSSuffix, leafSecret, data))
+		f.tlsSecrets = append(f.tlsSecrets, ownedSecret(nc, nc.Name+routesTLSSuffix, leafSecret, data))
 	}
 	return &render.TLSFiles{Secret: nc.Name + routesTLSSuffix, CertKey: keyCert, KeyKey: keyKey, CAKey: keyCA, Verify: true,
 		Digest: secretDigest(data[keyCert], data[keyKey], data[keyCA]), CADigest: caDigests(data[keyCA])}, nil
@@ -211,7 +278,7 @@ func secretDigest(parts ...[]byte) string {
 // its Secret once it is Ready and as the spec asks (certificateWrite says
 // what decide writes when it is missing or differs). Until then a
 // referenceError CertificateNotReady says what it waits for.
-func (g *gatherer) gatherCertificate(ctx context.Context, f *facts) error {
+func (g *gatherer) gatherCertificate(ctx context.Context, f *facts, now time.Time) error {
 	nc := f.nc
 	notReady := func(format string, args ...any) error {
 		return &referenceError{clusterv1beta1.ReasonCertificateNotReady, "spec.tls.certificate: " + fmt.Sprintf(format, args...)}
@@ -244,7 +311,7 @@ func (g *gatherer) gatherCertificate(ctx context.Context, f *facts) error {
 	}
 	files.Verify = nc.Spec.TLS.VerifyClients
 	f.tls.Client, f.tlsCA = files, ca
-	return nil
+	return g.gatherClientCA(ctx, f, now)
 }
 
 // caDigests is render.TLSFiles.CADigest of a PEM CA bundle: the sorted,

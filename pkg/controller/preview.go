@@ -68,6 +68,6 @@ func Decide(ctx context.Context, src Sources, obs Observer, nc *clusterv1beta1.N
 	if p.systemUserSecret != nil {
 		pv.Secrets = append(pv.Secrets, p.systemUserSecret)
 	}
-	pv.Secrets = append(pv.Secrets, f.routeTLSSecrets...)
+	pv.Secrets = append(pv.Secrets, f.tlsSecrets...)
 	return pv, nil
 }

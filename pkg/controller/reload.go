@@ -12,15 +12,18 @@ package controller
 // annotation says Refused with its words, and the planner restarts the
 // server instead.
 //
-// The controller reaches $SYS with spec.auth.systemCredentials, or, on a
-// cluster without auth, as its own system user (systemuser.go), connecting
-// only to servers whose running config has that user: a server without it
-// would silently take the connection into $G.
+// The controller reaches $SYS with spec.auth.systemCredentials, a user it
+// minted with the NatsOperatorTrust's signing key (gather_minted.go), or,
+// on a cluster without auth, as its own system user (systemuser.go),
+// connecting only to servers whose running config has that user: a server
+// without it would silently take the connection into $G. status.systemAccess
+// says which, and what that enables.
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -226,4 +229,24 @@ func (c *Controller) annotateReload(ctx context.Context, sts *appsv1.StatefulSet
 		return writeError("annotating", "StatefulSet", sts, err)
 	}
 	return nil
+}
+
+// systemAccessStatus is status.systemAccess: whose user the controller
+// reaches $SYS with, and the operations that enables (every one of
+// clusterv1beta1.SystemOperations once it can; none, with the reason, until
+// then).
+func systemAccessStatus(f *facts, in rollout.Input) *clusterv1beta1.SystemAccessStatus {
+	via := clusterv1beta1.SystemAccessControllerUser
+	switch {
+	case f.nc.Spec.Auth != nil && f.systemCredsMinted:
+		via = clusterv1beta1.SystemAccessMintedUser
+	case f.nc.Spec.Auth != nil && len(f.systemCreds) > 0:
+		via = clusterv1beta1.SystemAccessSystemCredentials
+	case f.nc.Spec.Auth != nil:
+		via = clusterv1beta1.SystemAccessNone
+	}
+	if !in.CanReload {
+		return &clusterv1beta1.SystemAccessStatus{Via: via, Message: in.NoReload + "; until then config changes restart the servers, and scale-down and replace-server hold"}
+	}
+	return &clusterv1beta1.SystemAccessStatus{Via: via, Operations: slices.Clone(clusterv1beta1.SystemOperations)}
 }

@@ -137,3 +137,33 @@ func TestReloadAnnotationRoundTrips(t *testing.T) {
 		})
 	}
 }
+
+// status.systemAccess names whose user reaches $SYS and lists every
+// operation that enables, or none with the reason and what is held.
+func TestSystemAccessStatus(t *testing.T) {
+	noAuth := rt.NewCluster("ns", "demo")
+	withAuth := rt.NewCluster("ns", "demo")
+	withAuth.Spec.Auth = &clusterv1beta1.AuthSpec{}
+	all := clusterv1beta1.SystemOperations
+	for _, c := range []struct {
+		name string
+		f    facts
+		in   rollout.Input
+		via  clusterv1beta1.SystemAccessVia
+		ops  []clusterv1beta1.SystemOperation
+		msg  string
+	}{
+		{"without auth", facts{nc: noAuth}, rollout.Input{CanReload: true}, clusterv1beta1.SystemAccessControllerUser, all, ""},
+		{"without auth, not run yet", facts{nc: noAuth}, rollout.Input{NoReload: "reloads need the controller's system user on a running server"},
+			clusterv1beta1.SystemAccessControllerUser, nil, "reloads need the controller's system user on a running server; until then config changes restart the servers, and scale-down and replace-server hold"},
+		{"systemCredentials", facts{nc: withAuth, systemCreds: []byte("creds")}, rollout.Input{CanReload: true}, clusterv1beta1.SystemAccessSystemCredentials, all, ""},
+		{"minted", facts{nc: withAuth, systemCreds: []byte("creds"), systemCredsMinted: true}, rollout.Input{CanReload: true}, clusterv1beta1.SystemAccessMintedUser, all, ""},
+		{"none", facts{nc: withAuth}, rollout.Input{NoReload: "reloads need spec.auth.systemCredentials"}, clusterv1beta1.SystemAccessNone, nil,
+			"reloads need spec.auth.systemCredentials; until then config changes restart the servers, and scale-down and replace-server hold"},
+	} {
+		got := systemAccessStatus(&c.f, c.in)
+		if got.Via != c.via || !slices.Equal(got.Operations, c.ops) || got.Message != c.msg {
+			t.Errorf("%s: %+v, want via %s operations %v message %q", c.name, got, c.via, c.ops, c.msg)
+		}
+	}
+}

@@ -136,6 +136,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	c.observedStatus(status, f, snap)
 	c.recordStartProblems(nc, status.Servers)
 	c.applyDecision(status, nc, p.out, decision)
+	status.SystemAccess = systemAccessStatus(f, p.input)
 	notify := decision.Hold != nil && decision.Hold.Notify
 	if w.waiting != "" {
 		// The step was not taken: the same reason, the budget's words.

@@ -44,7 +44,7 @@ func routeTLSNames(nc *clusterv1beta1.NatsCluster) []string {
 // writeTLS creates or updates the generated route TLS Secrets gather made
 // or renewed, CA first, before anything that renders them.
 func (c *Controller) writeTLS(ctx context.Context, p *plan) error {
-	for _, s := range p.facts.routeTLSSecrets {
+	for _, s := range p.facts.tlsSecrets {
 		var err error
 		verb := "creating"
 		if s.ResourceVersion == "" {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -15,6 +16,7 @@ import (
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
 	"github.com/nats-operator/nats-operator/pkg/render"
 	rt "github.com/nats-operator/nats-operator/pkg/render/rendertest"
+	"github.com/nats-operator/nats-operator/pkg/rollout"
 )
 
 // withRouteSecret sets spec.routes.tls to mode Secret with the Secret name.
@@ -215,5 +217,112 @@ func TestAnotherRouteCAInTheUsersSecretIsHeld(t *testing.T) {
 	if c.Reason != clusterv1beta1.ReasonUnsupportedChange || !strings.Contains(c.Message, "another route CA cannot roll out one server at a time") ||
 		!strings.Contains(c.Message, clusterv1beta1.AnnotationRestartAll) {
 		t.Errorf("Progressing %s %q, want UnsupportedChange naming another route CA and restart-all", c.Reason, c.Message)
+	}
+}
+
+// Under spec.tls.verifyClients the controller keeps its own client CA and
+// certificate in demo-client-ca, written before anything renders it; the
+// servers verify clients against the bundle of the user's CA and the
+// controller's (the user's clients are verified as before), projected from
+// that Secret; the controller's certificate verifies under the bundle, and
+// reloadAccess presents it. A second sync writes no Secret again.
+func TestVerifyClientsGivesTheControllerAClientCertificate(t *testing.T) {
+	now := time.Now()
+	userCA, _ := pki.NewCA("user client CA", now)
+	leaf, _ := pki.Issue(userCA, "demo", []string{"demo.ns.svc"}, now)
+	nc := rt.NewCluster("ns", "demo")
+	nc.Spec.TLS = &clusterv1beta1.ClientTLS{Secret: &clusterv1beta1.TLSSecretRef{Name: "my-tls", CertKey: "tls.crt", KeyKey: "tls.key", CAKey: "ca.crt"}, VerifyClients: true}
+	f := newFixture(t, nc, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "my-tls", ResourceVersion: "1"},
+		Data: map[string][]byte{"tls.crt": leaf.Cert, "tls.key": leaf.Key, "ca.crt": userCA.Cert}})
+	acts := writes(f.sync())
+	got := describe(acts)
+	at := slices.Index(got, "create secrets demo-client-ca")
+	if at < 0 {
+		t.Fatalf("no Secret demo-client-ca created: %v", got)
+	}
+	if sts := slices.Index(got, "create statefulsets demo-0"); sts < at {
+		t.Errorf("StatefulSet demo-0 created at %d, before the Secret it projects (%d): %v", sts, at, got)
+	}
+	var secret *corev1.Secret
+	var conf string
+	var volume *corev1.Volume
+	for _, a := range acts {
+		c, ok := a.(core.CreateAction)
+		if !ok {
+			continue
+		}
+		switch o := c.GetObject().(type) {
+		case *corev1.Secret:
+			if o.Name == "demo-client-ca" {
+				secret = o
+			}
+		case *corev1.ConfigMap:
+			if o.Name == "demo-0-config" {
+				conf = o.Data[render.ConfigKey]
+			}
+		case *appsv1.StatefulSet:
+			if o.Name == "demo-0" {
+				for i, v := range o.Spec.Template.Spec.Volumes {
+					if v.Projected != nil {
+						volume = &o.Spec.Template.Spec.Volumes[i]
+					}
+				}
+			}
+		}
+	}
+	if !metav1.IsControlledBy(secret, f.nc) {
+		t.Errorf("demo-client-ca is not owned by the NatsCluster: %v", secret.OwnerReferences)
+	}
+	bundle := secret.Data[keyCA]
+	if !strings.Contains(string(bundle), string(userCA.Cert)) || !strings.Contains(string(bundle), string(secret.Data[keyOperatorCA])) {
+		t.Errorf("the bundle does not hold both the user's CA and the controller's:\n%s", bundle)
+	}
+	if err := pki.Check(secret.Data[keyOperatorCert], secret.Data[keyOperatorCA], []string{operatorCertName}, now); err != nil {
+		t.Errorf("the controller's client certificate: %v", err)
+	}
+	if !strings.Contains(conf, `"verify": true`) || !strings.Contains(conf, render.ConfigDir+"/"+render.ClientTLSDir+"/ca.crt") {
+		t.Errorf("the config does not verify clients against the client CA file:\n%s", conf)
+	}
+	if volume == nil {
+		t.Fatal("no projected config volume")
+	}
+	var caFrom []string
+	for _, src := range volume.Projected.Sources {
+		if src.Secret == nil {
+			continue
+		}
+		for _, it := range src.Secret.Items {
+			if it.Path == render.ClientTLSDir+"/ca.crt" {
+				caFrom = append(caFrom, src.Secret.Name+"/"+it.Key)
+			}
+		}
+	}
+	if !slices.Equal(caFrom, []string{"demo-client-ca/ca.crt"}) {
+		t.Errorf("client-tls/ca.crt projected from %v, want only demo-client-ca/ca.crt", caFrom)
+	}
+
+	f.keepObjects()
+	f.nc = writtenStatus(acts)
+	for _, w := range describe(writes(f.sync())) {
+		if strings.Contains(w, "secrets") {
+			t.Errorf("second sync: %s", w)
+		}
+	}
+}
+
+// reloadAccess presents the controller's client certificate under
+// verifyClients, and says why not while it has none.
+func TestReloadAccessUnderVerifyClients(t *testing.T) {
+	nc := rt.NewCluster("ns", "demo")
+	f := &facts{nc: nc, tls: render.TLS{Client: &render.TLSFiles{Verify: true}}, tlsCA: []byte("ca")}
+	if _, ok, why := reloadAccess(f, nil, &rollout.Input{}); ok || !strings.Contains(why, "client certificate") {
+		t.Errorf("without the controller's certificate: ok=%t %q, want refused naming the client certificate", ok, why)
+	}
+	f.clientCert = &pki.Pair{Cert: []byte("cert"), Key: []byte("key")}
+	f.nc.Spec.Auth = &clusterv1beta1.AuthSpec{}
+	f.systemCreds = []byte("creds")
+	tg, ok, why := reloadAccess(f, nil, &rollout.Input{})
+	if !ok || string(tg.TLSClientCert) != "cert" || string(tg.TLSClientKey) != "key" || string(tg.TLSRootCAs) != "ca" {
+		t.Errorf("with it: ok=%t %q, target cert %q key %q CAs %q", ok, why, tg.TLSClientCert, tg.TLSClientKey, tg.TLSRootCAs)
 	}
 }

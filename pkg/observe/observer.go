@@ -61,6 +61,10 @@ type Target struct {
 	// address it dials.
 	TLSRootCAs    []byte
 	TLSServerName string
+	// TLSClientCert and TLSClientKey, when set, are the PEM client
+	// certificate and key System presents (servers with
+	// spec.tls.verifyClients refuse a client without one).
+	TLSClientCert, TLSClientKey []byte
 }
 
 // ServerAddr is where one server is reached: its pod IP, never a DNS name

@@ -188,7 +188,15 @@ func systemTLS(t Target) (nats.Option, error) {
 	if !pool.AppendCertsFromPEM(t.TLSRootCAs) {
 		return nil, errors.New("connecting to the system account: the cluster's CA holds no PEM certificate")
 	}
-	return nats.Secure(&tls.Config{RootCAs: pool, ServerName: t.TLSServerName, MinVersion: tls.VersionTLS12}), nil
+	c := &tls.Config{RootCAs: pool, ServerName: t.TLSServerName, MinVersion: tls.VersionTLS12}
+	if len(t.TLSClientCert) > 0 {
+		cert, err := tls.X509KeyPair(t.TLSClientCert, t.TLSClientKey)
+		if err != nil {
+			return nil, fmt.Errorf("connecting to the system account: the controller's client certificate: %w", err)
+		}
+		c.Certificates = []tls.Certificate{cert}
+	}
+	return nats.Secure(c), nil
 }
 
 // connectionKey is a digest of what a $SYS connection was made with: the
@@ -222,6 +230,8 @@ func connectionKey(t Target, urls []string) [32]byte {
 	}
 	part(t.TLSRootCAs)
 	part([]byte(t.TLSServerName))
+	part(t.TLSClientCert)
+	part(t.TLSClientKey)
 	var key [32]byte
 	copy(key[:], h.Sum(nil))
 	return key

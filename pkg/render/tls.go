@@ -32,6 +32,11 @@ type TLSFiles struct {
 	// CertKey, KeyKey and CAKey are its keys; CAKey is empty when the
 	// Secret has no CA (client TLS only).
 	CertKey, KeyKey, CAKey string
+	// CASecret, when set, is the Secret CAKey is read from instead of
+	// Secret: with spec.tls.verifyClients the controller's <name>-client-ca,
+	// whose bundle is the CA of spec.tls and the CA of the controller's own
+	// client certificate (ClientCASuffix).
+	CASecret string
 	// Digest is a digest of the Secret's certificate, key and CA: a new
 	// certificate changes the config (server_metadata), and so the server's
 	// revision, which a reload applies and the server then reports.
@@ -76,13 +81,32 @@ func tlsProjection(f *TLSFiles, dir string) corev1.VolumeProjection {
 		{Key: f.CertKey, Path: dir + "/" + tlsCertFile},
 		{Key: f.KeyKey, Path: dir + "/" + tlsKeyFile},
 	}
-	if f.CAKey != "" {
-		items = append(items, corev1.KeyToPath{Key: f.CAKey, Path: dir + "/" + tlsCAFile})
+	ca := corev1.KeyToPath{Key: f.CAKey, Path: dir + "/" + tlsCAFile}
+	if f.CAKey != "" && f.CASecret == "" {
+		items = append(items, ca)
 	}
 	return corev1.VolumeProjection{Secret: &corev1.SecretProjection{
 		LocalObjectReference: corev1.LocalObjectReference{Name: f.Secret},
 		Items:                items,
 	}}
+}
+
+// ClientCASuffix names the Secret <name>-client-ca the controller keeps
+// under spec.tls.verifyClients: the CA of its own client certificate and
+// that certificate, and the bundle the servers verify clients against.
+const ClientCASuffix = "-client-ca"
+
+// tlsProjections are the projected volume sources of f under dir: its
+// Secret, and the Secret of its CA when that is another.
+func tlsProjections(f *TLSFiles, dir string) []corev1.VolumeProjection {
+	out := []corev1.VolumeProjection{tlsProjection(f, dir)}
+	if f.CAKey != "" && f.CASecret != "" {
+		out = append(out, corev1.VolumeProjection{Secret: &corev1.SecretProjection{
+			LocalObjectReference: corev1.LocalObjectReference{Name: f.CASecret},
+			Items:                []corev1.KeyToPath{{Key: f.CAKey, Path: dir + "/" + tlsCAFile}},
+		}})
+	}
+	return out
 }
 
 // configVolume is the config volume: the server's ConfigMap, and with TLS a
@@ -99,10 +123,10 @@ func configVolume(configMap string, tls TLS) corev1.VolumeSource {
 		LocalObjectReference: corev1.LocalObjectReference{Name: configMap},
 	}}}
 	if tls.Routes != nil {
-		sources = append(sources, tlsProjection(tls.Routes, RoutesTLSDir))
+		sources = append(sources, tlsProjections(tls.Routes, RoutesTLSDir)...)
 	}
 	if tls.Client != nil {
-		sources = append(sources, tlsProjection(tls.Client, ClientTLSDir))
+		sources = append(sources, tlsProjections(tls.Client, ClientTLSDir)...)
 	}
 	return corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
 		Sources:     sources,

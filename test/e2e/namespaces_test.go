@@ -30,4 +30,5 @@ var (
 	nsQuorumPair     = framework.SharedNamespace("quorum-pair")
 	nsDeletionSilent = framework.SharedNamespace("deletion-silent")
 	nsOperatorReload = framework.SharedNamespace("operator-reload")
+	nsVerifyClients  = framework.SharedNamespace("verify-clients")
 )

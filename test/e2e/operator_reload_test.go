@@ -86,7 +86,14 @@ func startOperatorCluster(ctx context.Context, t *testing.T, s *framework.Stack,
 		unstructured.RemoveNestedField(nc.Object, "spec", "auth", "systemCredentials")
 	}
 	s.ApplyObjects(ctx, t, s.NS, nc)
-	s.WaitSettledUpToDate(ctx, t, s.NS, "demo", 3*time.Minute)
+	up := s.WaitSettledUpToDate(ctx, t, s.NS, "demo", 3*time.Minute)
+	via := clusterv1beta1.SystemAccessSystemCredentials
+	if signingKey {
+		via = clusterv1beta1.SystemAccessMintedUser
+	}
+	if a := up.Status.SystemAccess; a == nil || a.Via != via || len(a.Operations) != len(clusterv1beta1.SystemOperations) {
+		t.Errorf("status.systemAccess %+v, want %s enabling %v", a, via, clusterv1beta1.SystemOperations)
+	}
 
 	dir := t.TempDir()
 	writeCreds := func(name string, b []byte) string {

@@ -94,6 +94,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &clusterv1beta1.ServerRemovalApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("ServerStatus"):
 		return &clusterv1beta1.ServerStatusApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("SystemAccessStatus"):
+		return &clusterv1beta1.SystemAccessStatusApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("SystemCredentials"):
 		return &clusterv1beta1.SystemCredentialsApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("TLSSecretRef"):

@@ -424,6 +424,11 @@ type NatsClusterStatus struct {
 	// +optional
 	Config *ConfigStatus `json:"config,omitempty"`
 
+	// systemAccess is how the controller reaches the system account
+	// ($SYS), and which operations that enables.
+	// +optional
+	SystemAccess *SystemAccessStatus `json:"systemAccess,omitempty"`
+
 	// rollout is present while a rollout is in flight or held.
 	// +optional
 	Rollout *RolloutStatus `json:"rollout,omitempty"`
@@ -476,6 +481,62 @@ type ConfigStatus struct {
 	// restartReason says why the last restart was needed.
 	// +optional
 	RestartReason string `json:"restartReason,omitempty"`
+}
+
+// SystemAccessVia is whose system account user the controller connects
+// to $SYS with.
+// +kubebuilder:validation:Enum=ControllerUser;MintedUser;SystemCredentials;None
+type SystemAccessVia string
+
+const (
+	// SystemAccessControllerUser: the controller's own system user, an
+	// nkey user every server of a cluster without spec.auth runs.
+	SystemAccessControllerUser SystemAccessVia = "ControllerUser"
+	// SystemAccessMintedUser: a short-lived user the controller minted
+	// with the NatsOperatorTrust's spec.systemAccountSigningKey.
+	SystemAccessMintedUser SystemAccessVia = "MintedUser"
+	// SystemAccessSystemCredentials: the creds file of
+	// spec.auth.systemCredentials.
+	SystemAccessSystemCredentials SystemAccessVia = "SystemCredentials"
+	// SystemAccessNone: no way in yet (message says why and what gives one).
+	SystemAccessNone SystemAccessVia = "None"
+)
+
+// SystemOperation is an operation the controller carries out over $SYS.
+// +kubebuilder:validation:Enum=Reload;ScaleDown;ReplaceServer
+type SystemOperation string
+
+const (
+	// SystemOperationReload: config changes that reload
+	// ($SYS.REQ.SERVER.<id>.RELOAD); without $SYS they restart.
+	SystemOperationReload SystemOperation = "Reload"
+	// SystemOperationScaleDown: moving a removed server's replicas
+	// ($JS.API.SERVER.EVACUATE) and removing its JetStream peer; without
+	// $SYS a scale-down holds.
+	SystemOperationScaleDown SystemOperation = "ScaleDown"
+	// SystemOperationReplaceServer: replace-server and storage
+	// replacement, which move the server's replicas first; without $SYS
+	// they hold.
+	SystemOperationReplaceServer SystemOperation = "ReplaceServer"
+)
+
+// SystemOperations are the operations $SYS access enables, in order.
+var SystemOperations = []SystemOperation{SystemOperationReload, SystemOperationScaleDown, SystemOperationReplaceServer}
+
+// SystemAccessStatus is how the controller reaches $SYS.
+type SystemAccessStatus struct {
+	// via is ControllerUser, MintedUser, SystemCredentials or None.
+	// +optional
+	Via SystemAccessVia `json:"via,omitempty"`
+	// operations are the operations the controller can carry out over
+	// $SYS now; empty while it cannot reach it.
+	// +optional
+	// +listType=atomic
+	Operations []SystemOperation `json:"operations,omitempty"`
+	// message says why the controller cannot reach $SYS yet, and what
+	// gives it access; empty when it can.
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // RemovalPhase is how far the removal of a server went.

@@ -41,6 +41,9 @@ type NatsClusterStatusApplyConfiguration struct {
 	Endpoints *EndpointsApplyConfiguration `json:"endpoints,omitempty"`
 	// config is the revision the cluster converged to, and how.
 	Config *ConfigStatusApplyConfiguration `json:"config,omitempty"`
+	// systemAccess is how the controller reaches the system account
+	// ($SYS), and which operations that enables.
+	SystemAccess *SystemAccessStatusApplyConfiguration `json:"systemAccess,omitempty"`
 	// rollout is present while a rollout is in flight or held.
 	Rollout *RolloutStatusApplyConfiguration `json:"rollout,omitempty"`
 	// removals are the servers being removed (beyond spec.replicas) or
@@ -116,6 +119,14 @@ func (b *NatsClusterStatusApplyConfiguration) WithEndpoints(value *EndpointsAppl
 // If called multiple times, the Config field is set to the value of the last call.
 func (b *NatsClusterStatusApplyConfiguration) WithConfig(value *ConfigStatusApplyConfiguration) *NatsClusterStatusApplyConfiguration {
 	b.Config = value
+	return b
+}
+
+// WithSystemAccess sets the SystemAccess field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the SystemAccess field is set to the value of the last call.
+func (b *NatsClusterStatusApplyConfiguration) WithSystemAccess(value *SystemAccessStatusApplyConfiguration) *NatsClusterStatusApplyConfiguration {
+	b.SystemAccess = value
 	return b
 }
 
