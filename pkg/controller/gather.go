@@ -75,6 +75,9 @@ type facts struct {
 	// (systemCredsMinted).
 	systemCreds       []byte
 	systemCredsMinted bool
+	// systemCredsRenew is when the minted user is due for renewal; zero
+	// without one.
+	systemCredsRenew time.Time
 	// servers in ordinal order, one per spec.replicas.
 	servers []serverObjects
 	// extra are the servers beyond spec.replicas that still have a
@@ -435,11 +438,11 @@ func (g *gatherer) gatherAuth(ctx context.Context, f *facts, now time.Time) erro
 		}
 		f.systemCreds = creds
 	} else if sk := ot.Spec.SystemAccountSigningKey; sk != nil {
-		creds, err := g.gatherMintedSystemUser(ctx, f, ot, now)
+		creds, renew, err := g.gatherMintedSystemUser(ctx, f, ot, now)
 		if err != nil {
 			return err
 		}
-		f.systemCreds, f.systemCredsMinted = creds, true
+		f.systemCreds, f.systemCredsMinted, f.systemCredsRenew = creds, true, renew
 	}
 	f.trust = trust
 	return nil

@@ -73,10 +73,12 @@ func (m *mintedUsers) forget(cluster string) {
 }
 
 // gatherMintedSystemUser reads the signing key the trust names and returns the
-// creds of the cluster's current minted user. A missing Secret or key is
+// creds of the cluster's current minted user, and when the next one is due
+// (the sync looks again by then, so the renewal never waits for an event).
+// A missing Secret or key is
 // CredentialsNotFound, a seed that is not of the system account
 // TrustInvalid, each naming the trust's field and never the seed.
-func (g *gatherer) gatherMintedSystemUser(ctx context.Context, f *facts, ot *trustv1beta1.NatsOperatorTrust, now time.Time) ([]byte, error) {
+func (g *gatherer) gatherMintedSystemUser(ctx context.Context, f *facts, ot *trustv1beta1.NatsOperatorTrust, now time.Time) ([]byte, time.Time, error) {
 	nc, sk := f.nc, ot.Spec.SystemAccountSigningKey
 	key := sk.Key
 	if key == "" {
@@ -85,30 +87,30 @@ func (g *gatherer) gatherMintedSystemUser(ctx context.Context, f *facts, ot *tru
 	field := fmt.Sprintf("NatsOperatorTrust %s/%s spec.systemAccountSigningKey", ot.Namespace, ot.Name)
 	secret, err := g.src.API.Secret(ctx, nc.Namespace, sk.Name)
 	if apierrors.IsNotFound(err) {
-		return nil, &referenceError{clusterv1beta1.ReasonCredentialsNotFound, fmt.Sprintf(
+		return nil, time.Time{}, &referenceError{clusterv1beta1.ReasonCredentialsNotFound, fmt.Sprintf(
 			"Secret %s/%s named by %s does not exist: create it with the seed of the system account's signing key under key %q, or give spec.auth.systemCredentials",
 			nc.Namespace, sk.Name, field, key)}
 	}
 	if err != nil {
-		return nil, err
+		return nil, time.Time{}, err
 	}
 	seed, ok := secret.Data[key]
 	if !ok || len(seed) == 0 {
-		return nil, &referenceError{clusterv1beta1.ReasonCredentialsNotFound, fmt.Sprintf(
+		return nil, time.Time{}, &referenceError{clusterv1beta1.ReasonCredentialsNotFound, fmt.Sprintf(
 			"Secret %s/%s named by %s has no key %q: add the seed of the system account's signing key under it",
 			nc.Namespace, sk.Name, field, key)}
 	}
 	signer, err := sysuser.NewSigner(seed, ot.Spec.SystemAccountJWT)
 	if err != nil {
-		return nil, &referenceError{clusterv1beta1.ReasonTrustInvalid, fmt.Sprintf(
+		return nil, time.Time{}, &referenceError{clusterv1beta1.ReasonTrustInvalid, fmt.Sprintf(
 			"key %q of Secret %s/%s named by %s %s", key, nc.Namespace, sk.Name, field, err)}
 	}
 	u, fresh, err := g.minted.credsFor(nc.Namespace+"/"+nc.Name, signer, now)
 	if err != nil {
-		return nil, &referenceError{clusterv1beta1.ReasonReconcileFailed, "minting the controller's system user: " + err.Error()}
+		return nil, time.Time{}, &referenceError{clusterv1beta1.ReasonReconcileFailed, "minting the controller's system user: " + err.Error()}
 	}
 	if fresh {
 		klog.FromContext(ctx).V(2).Info("Minted a system account user", "cluster", klog.KObj(nc), "user", u.PublicKey, "expires", u.Expires)
 	}
-	return u.Creds, nil
+	return u.Creds, sysuser.RenewAt(u.Expires, g.minted.lifetime), nil
 }

@@ -58,6 +58,16 @@ func requeueAfter(d rollout.Decision, v observe.Verdict, rest time.Duration) tim
 	return heldRequeue
 }
 
+// renewBy is requeue, or sooner when the minted system user is due before
+// then (renew, zero without one): the sync renews it at its due time, not
+// at whatever event comes next. Never sooner than a second.
+func renewBy(requeue time.Duration, renew, now time.Time) time.Duration {
+	if renew.IsZero() {
+		return requeue
+	}
+	return min(requeue, max(renew.Sub(now), time.Second))
+}
+
 // notControlledError reports an object in the way that the controller does
 // not control. It becomes Progressing=False ReconcileFailed (rollout.Blocked
 // when gathered, a refused write when creating), not a retry.
@@ -157,7 +167,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	if len(w.failed) > 0 {
 		requeue = min(requeue, heldRequeue)
 	}
-	return requeue, c.writeStatus(ctx, nc, status)
+	return renewBy(requeue, f.systemCredsRenew, now.Time), c.writeStatus(ctx, nc, status)
 }
 
 // objectsWritten sets ObjectsWritten from the optional writes that failed,

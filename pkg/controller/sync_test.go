@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
@@ -65,6 +66,11 @@ type fixture struct {
 	natsObjects []runtime.Object
 	snap        *observe.Snapshot
 
+	// requeue is when the last sync asked to look again.
+	requeue time.Duration
+	// systemUserLifetime is Options.SystemUserLifetime (0: the default).
+	systemUserLifetime time.Duration
+
 	kube     *k8sfake.Clientset
 	nats     *natsfake.Clientset
 	recorder *record.FakeRecorder
@@ -103,7 +109,7 @@ func (f *fixture) sync() []core.Action {
 	ki := kubeinformers.NewSharedInformerFactory(f.kube, 0)
 	ni := natsinformers.NewSharedInformerFactory(f.nats, 0)
 	inf := testInformers(ki, ni)
-	c := New(ctx, Options{KubeClient: f.kube, NatsClient: f.nats, Informers: inf, Metrics: NewMetrics(prometheus.NewRegistry())})
+	c := New(ctx, Options{KubeClient: f.kube, NatsClient: f.nats, Informers: inf, Metrics: NewMetrics(prometheus.NewRegistry()), SystemUserLifetime: f.systemUserLifetime})
 	f.recorder = record.NewFakeRecorder(100)
 	c.recorder = f.recorder
 	c.observer = fakeObserver{f.snap}
@@ -127,9 +133,11 @@ func (f *fixture) sync() []core.Action {
 		}
 	}
 	must(addToCaches(inf, f.kubeObjects))
-	if _, err := c.sync(ctx, cache.MetaObjectToName(f.nc)); err != nil {
+	requeue, err := c.sync(ctx, cache.MetaObjectToName(f.nc))
+	if err != nil {
 		f.t.Fatalf("sync: %v", err)
 	}
+	f.requeue = requeue
 	var out []core.Action
 	for _, a := range append(f.kube.Actions(), f.nats.Actions()...) {
 		// Reads of the Secrets a cluster names (by name: secrets.go) are

@@ -6,11 +6,13 @@ import (
 	"time"
 
 	"github.com/nats-io/jwt/v2"
+	"github.com/nats-io/nkeys"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
+	trustv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/trust/v1beta1"
 	rt "github.com/nats-operator/nats-operator/pkg/render/rendertest"
 )
 
@@ -79,5 +81,59 @@ func TestAJWTThatExpiresSoonIsAWarningAndAnExpiredOneAHold(t *testing.T) {
 				t.Errorf("%d JWTExpiresSoon Events, want 1", warned)
 			}
 		})
+	}
+}
+
+// With only the trust's signing key, the sync that mints the controller's
+// system user looks again by the time it is due (the last third of its
+// lifetime), whatever else happens: the renewal waits for no event.
+func TestTheMintedSystemUserIsRenewedOnTime(t *testing.T) {
+	trust := rt.NewTrust(t, rt.WithAccounts("orders"))
+	sk, _ := nkeys.CreateAccount()
+	skPub, _ := sk.PublicKey()
+	skSeed, _ := sk.Seed()
+	ac, err := jwt.DecodeAccountClaims(trust.System.JWT)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ac.SigningKeys.Add(skPub)
+	ot := trust.OperatorTrust("ns", "demo")
+	if ot.Spec.SystemAccountJWT, err = ac.Encode(trust.SigningKey); err != nil {
+		t.Fatal(err)
+	}
+	ot.Spec.SystemAccountSigningKey = &trustv1beta1.SecretKeySelector{Name: "sys-signing"}
+	nc := rt.NewCluster("ns", "demo", rt.Auth("demo", "orders"))
+	nc.Spec.Auth.SystemCredentials = nil
+	f := newFixture(t, nc, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "sys-signing"}, Data: map[string][]byte{"seed": skSeed}})
+	f.natsObjects = append(f.natsObjects, ot)
+	for _, at := range trust.AccountTrusts("ns") {
+		f.natsObjects = append(f.natsObjects, at)
+	}
+	// Shorter than any requeue the sync would ask for otherwise.
+	f.systemUserLifetime = 15 * time.Second
+	st := writtenStatus(f.sync())
+	if a := st.Status.SystemAccess; a == nil || a.Via != clusterv1beta1.SystemAccessMintedUser {
+		t.Fatalf("status.systemAccess %+v, want via MintedUser", a)
+	}
+	if due := f.systemUserLifetime * 2 / 3; f.requeue <= 0 || f.requeue > due {
+		t.Errorf("the sync looks again in %s, want by %s (when the minted user is due)", f.requeue, due)
+	}
+}
+
+func TestRenewBy(t *testing.T) {
+	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		requeue time.Duration
+		renew   time.Time
+		want    time.Duration
+	}{
+		{DefaultRestRequeue, time.Time{}, DefaultRestRequeue},
+		{DefaultRestRequeue, now.Add(20 * time.Second), 20 * time.Second},
+		{time.Second, now.Add(20 * time.Second), time.Second},
+		{DefaultRestRequeue, now.Add(-time.Minute), time.Second},
+	} {
+		if got := renewBy(c.requeue, c.renew, now); got != c.want {
+			t.Errorf("renewBy(%s, renew in %s) = %s, want %s", c.requeue, c.renew.Sub(now), got, c.want)
+		}
 	}
 }

@@ -32,8 +32,10 @@ type Facts struct {
 	// SystemAccount is the system account's public key (A...); empty without
 	// auth (the server then uses $SYS).
 	SystemAccount string
-	// Accounts are the public keys of the preloaded accounts other than the
-	// system account (accountTrustRefs), sorted.
+	// Accounts are the preloaded accounts other than the system account
+	// (accountTrustRefs), each its public key and a digest of its JWT
+	// ("<key>@<digest>": an account whose claims changed under the same
+	// key is another account to the planner), sorted.
 	Accounts []string
 	// Resolver is resolver.type (full, cache or mem); empty without auth.
 	Resolver string
@@ -164,9 +166,9 @@ func factsOf(c *serverConfig, version, operatorKey string) Facts {
 	if c.Operator != "" {
 		f.Operator = operatorKey
 		f.SystemAccount = c.SystemAccount
-		for k := range c.ResolverPreload {
+		for k, jwt := range c.ResolverPreload {
 			if k != c.SystemAccount {
-				f.Accounts = append(f.Accounts, k)
+				f.Accounts = append(f.Accounts, k+"@"+digest([]byte(jwt)))
 			}
 		}
 		f.Accounts = sortedCompact(f.Accounts)

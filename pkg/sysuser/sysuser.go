@@ -93,5 +93,10 @@ func (s *Signer) Mint(name string, now time.Time, lifetime time.Duration) (*User
 // the last third of its lifetime, so a renewal has two thirds of it to land
 // before the servers close the connection of the expiring one.
 func Due(expires, now time.Time, lifetime time.Duration) bool {
-	return !now.Before(expires.Add(-lifetime / 3))
+	return !now.Before(RenewAt(expires, lifetime))
+}
+
+// RenewAt is when a user expiring at expires becomes Due.
+func RenewAt(expires time.Time, lifetime time.Duration) time.Time {
+	return expires.Add(-lifetime / 3)
 }

@@ -109,18 +109,7 @@ func TestDeletingAClusterHoldingStreamsWaitsForForceDelete(t *testing.T) {
 	}
 	publishN(ctx, t, js, "ORDERS", 3, 10) // creates the R3 stream ORDERS
 
-	deleteCluster(ctx, t, s, "demo")
-	var held *clusterv1beta1.NatsCluster
-	poll.Eventually(t, time.Minute, 250*time.Millisecond, "Progressing=False Deleting", func() error {
-		c, err := s.Cluster(ctx, s.NS, "demo")
-		if err != nil {
-			return err
-		}
-		held = c
-		return framework.CheckCondition(c, clusterv1beta1.ConditionProgressing, metav1.ConditionFalse, clusterv1beta1.ReasonDeleting)
-	})
-	msg := conditionOf(held, clusterv1beta1.ConditionProgressing).Message
-	t.Logf("held: %s", msg)
+	msg := deleteHeld(ctx, t, s, "demo")
 	requireContains(t, "the hold message", msg, "JetStream holds 1 stream ($G/ORDERS)", clusterv1beta1.AnnotationForceDelete, "claims are kept")
 
 	// The hold stands: nothing of the cluster changes, the cluster keeps
@@ -160,6 +149,25 @@ func TestDeletingAClusterHoldingStreamsWaitsForForceDelete(t *testing.T) {
 			t.Errorf("claim %s after the deletion: %v, want it kept", claim, err)
 		}
 	}
+}
+
+// deleteHeld deletes the NatsCluster name and waits for the deletion to be
+// held (Progressing=False Deleting), returning the hold's message.
+func deleteHeld(ctx context.Context, t *testing.T, s *framework.Stack, name string) string {
+	t.Helper()
+	deleteCluster(ctx, t, s, name)
+	var held *clusterv1beta1.NatsCluster
+	poll.Eventually(t, time.Minute, 250*time.Millisecond, "Progressing=False Deleting", func() error {
+		c, err := s.Cluster(ctx, s.NS, name)
+		if err != nil {
+			return err
+		}
+		held = c
+		return framework.CheckCondition(c, clusterv1beta1.ConditionProgressing, metav1.ConditionFalse, clusterv1beta1.ReasonDeleting)
+	})
+	msg := conditionOf(held, clusterv1beta1.ConditionProgressing).Message
+	t.Logf("held: %s", msg)
+	return msg
 }
 
 // claimUIDs returns the UID of every claim of the namespace by name.

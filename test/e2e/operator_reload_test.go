@@ -42,7 +42,7 @@ type operatorCluster struct {
 // account (Secret demo-sys-signing) and the cluster no
 // spec.auth.systemCredentials; without, the Secret demo-system-creds holds
 // a system user's creds, as in the example.
-func startOperatorCluster(ctx context.Context, t *testing.T, s *framework.Stack, signingKey bool) operatorCluster {
+func startOperatorCluster(ctx context.Context, t *testing.T, s *framework.Stack, signingKey bool, edits ...func(*unstructured.Unstructured)) operatorCluster {
 	t.Helper()
 	f := rendertest.NewTrust(t, rendertest.WithAccounts("demo-app"))
 	ot := f.OperatorTrust(s.NS, "demo")
@@ -85,6 +85,9 @@ func startOperatorCluster(ctx context.Context, t *testing.T, s *framework.Stack,
 	if signingKey {
 		unstructured.RemoveNestedField(nc.Object, "spec", "auth", "systemCredentials")
 	}
+	for _, edit := range edits {
+		edit(nc)
+	}
 	s.ApplyObjects(ctx, t, s.NS, nc)
 	up := s.WaitSettledUpToDate(ctx, t, s.NS, "demo", 3*time.Minute)
 	via := clusterv1beta1.SystemAccessSystemCredentials
@@ -116,10 +119,11 @@ func startOperatorCluster(ctx context.Context, t *testing.T, s *framework.Stack,
 // An operator-mode cluster on the memory resolver (the auth example with
 // spec.auth.resolver Memory and a trust chain of the test's own), under a
 // publisher of the account's user on an R3 stream, takes other server tags
-// with a raised JetStream limit, and then an account added, each by a config
-// reload of every server: no pod restarts, appliedBy Reload, every server
-// reports its revision and runs the tags, and a user of the added account
-// connects through every server. No acknowledged message is lost.
+// with a raised JetStream limit, then an account added, then a renewed route
+// certificate, each by a config reload of every server: no pod restarts,
+// appliedBy Reload, every server reports its revision and runs the tags (and
+// the new route certificate), and a user of the added account connects
+// through every server. No acknowledged message is lost.
 func TestOperatorModeReloadsOnTheMemoryResolver(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
@@ -194,6 +198,16 @@ func TestOperatorModeReloadsOnTheMemoryResolver(t *testing.T) {
 			t.Errorf("a user of the added account does not connect through %s: %v", u, err)
 		}
 	}
+
+	// 3. A route certificate renewal (the controller reissues it when its
+	// Secret goes): every server reports the new certificate's expiry.
+	oldRoute := readVarzTLS(ctx, t, s, "demo-0").Cluster.NotAfter
+	time.Sleep(1100 * time.Millisecond) // a new certificate's NotAfter differs by at least a second
+	if err := s.Kube.CoreV1().Secrets(s.NS).Delete(ctx, "demo-routes-tls", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	reloaded("a route certificate renewal")
+	waitAllReport(ctx, t, s, "a new route certificate", func(v varzTLS) bool { return v.Cluster.NotAfter.After(oldRoute) })
 	verifyNoLoss(ctx, t, s, pub, nats.UserCredentials(app))
 }
 
@@ -201,14 +215,17 @@ func TestOperatorModeReloadsOnTheMemoryResolver(t *testing.T) {
 // of the system account (no spec.auth.systemCredentials), under a
 // publisher: the controller mints its own short-lived system user (30 s
 // lifetime here) and with it scales 3 -> 5 -> 3 (peer removal and
-// evacuation over $SYS) and replaces a server; the minted user is renewed
-// on the way (the controller logs each one minted); 0 lost.
+// evacuation over $SYS), replaces a server, and replaces every server for
+// larger claims on a class that cannot expand; the minted user is renewed
+// on the way (the controller logs each one minted); 0 lost. Deleting it
+// then holds for the account's stream until force-delete.
 func TestOperatorModeDayTwoWithOnlyTheSigningKey(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	s := framework.OwnController(ctx, t, "operator-sysuser", "--system-user-lifetime=30s")
-	oc := startOperatorCluster(ctx, t, s, true)
+	storageClass(ctx, t, s, "fixed-operator", false)
+	oc := startOperatorCluster(ctx, t, s, true, withClass("fixed-operator"))
 
 	minted := func() int { return strings.Count(s.Controller.Log(), "Minted a system account user") }
 	servers := func(nc *clusterv1beta1.NatsCluster) []string {
@@ -284,5 +301,31 @@ func TestOperatorModeDayTwoWithOnlyTheSigningKey(t *testing.T) {
 		t.Errorf("demo-1's claim is %q, want a new one (was %s)", now, oldClaim)
 	}
 	t.Logf("demo-1 replaced; the controller minted %d system users", minted())
+
+	// Storage replacement: larger claims on a class that cannot expand
+	// replace every server, one at a time, each with a new claim.
+	uidsBefore, _ := claims(ctx, t, s)
+	start := time.Now()
+	patchCluster(ctx, t, s, storagePatch)
+	poll.Eventually(t, 10*time.Minute, 250*time.Millisecond, "every server replaced with a 2Gi claim", func() error {
+		nc, err := s.Cluster(ctx, s.NS, "demo")
+		if err != nil {
+			return err
+		}
+		uids, capacity := claims(ctx, t, s)
+		for _, srv := range five[:3] {
+			if uids[srv] == "" || uids[srv] == uidsBefore[srv] || capacity[srv] != "2Gi" {
+				return fmt.Errorf("%s's claim %s (%s) not replaced yet; removals %+v; %s", srv, uids[srv], capacity[srv], nc.Status.Removals, framework.Conditions(nc))
+			}
+		}
+		return framework.CheckSettledUpToDate(nc)
+	})
+	t.Logf("every claim replaced with a 2Gi one in %s; the controller minted %d system users", time.Since(start).Round(time.Millisecond), minted())
 	verifyNoLoss(ctx, t, s, oc.pub, nats.UserCredentials(oc.appCreds))
+
+	// Deletion: the account's stream holds it until force-delete.
+	msg := deleteHeld(ctx, t, s, "demo")
+	requireContains(t, "the hold message", msg, "JetStream holds 1 stream ("+oc.fixture.Accounts[0].PublicKey+"/ORDERS)", clusterv1beta1.AnnotationForceDelete)
+	patchCluster(ctx, t, s, `{"metadata":{"annotations":{"`+clusterv1beta1.AnnotationForceDelete+`":"true"}}}`)
+	waitClusterGone(ctx, t, s, "demo", time.Minute)
 }

@@ -128,6 +128,28 @@ func (f *Fixture) newAccount(t testing.TB, name string, jetStream bool) *Account
 	return &Account{Name: name, Key: kp, PublicKey: pub, JWT: token, Seed: seed}
 }
 
+// Reissued is the account with a new JWT under the same key: its claims
+// with tag added, signed by the same issuer (an account's claims changed).
+func (f *Fixture) Reissued(t testing.TB, a *Account, tag string) *Account {
+	t.Helper()
+	ac, err := jwt.DecodeAccountClaims(a.JWT)
+	if err != nil {
+		t.Fatalf("decoding account JWT %s: %v", a.Name, err)
+	}
+	ac.Tags.Add(tag)
+	issuer := f.SigningKey
+	if f.identityIssuer {
+		issuer = f.Operator
+	}
+	token, err := ac.Encode(issuer)
+	if err != nil {
+		t.Fatalf("encoding account JWT %s: %v", a.Name, err)
+	}
+	b := *a
+	b.JWT = token
+	return &b
+}
+
 // UserCreds issues a user of the account and returns its creds file.
 func (a *Account) UserCreds(t testing.TB, name string) []byte {
 	t.Helper()

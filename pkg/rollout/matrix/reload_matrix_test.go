@@ -271,6 +271,7 @@ func reloadOnlyCases(t testing.TB) []reloadCase {
 		return s
 	}
 	app, both := f.Accounts[:1], f.Accounts
+	reissued := []*rendertest.Account{f.Reissued(t, f.Accounts[0], "reissued")}
 	noAuth, withApp := &matrixTrust{}, &matrixTrust{appCreds: probe.accountCreds[f.Accounts[0].PublicKey]}
 	sys := func(s matrixSpec) matrixSpec { s.systemUser = rendertest.SystemUser(); return s }
 	routeTLS, clientTLS, rotatedRoutes, rotatedClient := tlsSpecs()
@@ -285,6 +286,7 @@ func reloadOnlyCases(t testing.TB) []reloadCase {
 		{matrixCase{"lower JetStream limits, memory resolver", one(ChangeJetStreamLimitsLowered), authed(app, mem, rendertest.JetStreamLimits("512Mi", "2Gi")), authed(app, mem)}, withApp, probe},
 		{matrixCase{"add an account trust, memory resolver", one(ChangeAccounts), authed(app, mem), authed(both, mem)}, withApp, probe},
 		{matrixCase{"remove an account trust, memory resolver", one(ChangeAccounts), authed(both, mem), authed(app, mem)}, withApp, probe},
+		{matrixCase{"an account's claims changed, memory resolver", one(ChangeAccounts), authed(app, mem), authed(reissued, mem)}, withApp, probe},
 		{matrixCase{"full to memory resolver, looked up", one(ChangeResolver), authed(app, full), authed(app, mem)}, withApp, probe},
 		{matrixCase{"memory to full resolver, looked up", one(ChangeResolver), authed(app, mem), authed(app, full)}, withApp, probe},
 		{matrixCase{"new route certificate, memory resolver", one(ChangeRouteCertificate), routeTLS(authed(app, mem)), rotatedRoutes(routeTLS(authed(app, mem)))}, withApp, probe},
@@ -295,6 +297,7 @@ func reloadOnlyCases(t testing.TB) []reloadCase {
 		{matrixCase{"full to cache resolver, looked up", one(ChangeResolver), authed(app, full), authed(app, cache)}, withApp, probe},
 		{matrixCase{"cache to full resolver, looked up", one(ChangeResolver), authed(app, cache), authed(app, full)}, withApp, probe},
 		{matrixCase{"add an account trust, connected", one(ChangeAccounts), authed(app), authed(both)}, withApp, probe},
+		{matrixCase{"an account's claims changed, full resolver", one(ChangeAccounts), authed(app), authed(reissued)}, withApp, probe},
 		{matrixCase{"other server tags, with auth", one(ChangeServerTags), authed(app), authed(app, rendertest.ServerTag("region", "east"))}, withApp, probe},
 		{matrixCase{"raise JetStream limits, with auth", one(ChangeJetStreamLimitsRaised), authed(app), authed(app, rendertest.JetStreamLimits("512Mi", "2Gi"))}, withApp, probe},
 		{matrixCase{"lower JetStream limits, with auth", one(ChangeJetStreamLimitsLowered), authed(app, rendertest.JetStreamLimits("512Mi", "2Gi")), authed(app)}, withApp, probe},
@@ -596,6 +599,13 @@ func runsItsConfigOnce(servers []*natsServer, probe reloadProbe) (bool, string) 
 			if err != nil {
 				return false, fmt.Sprintf("a user of the preloaded account %s does not connect through %s: %v", short(key), s.name(), err)
 			}
+			if c.Resolver != nil && c.Resolver.Type == "mem" {
+				// The memory resolver holds only what is preloaded:
+				// the account must run the preloaded claims.
+				if got, err := s.accountJWT(key); err != nil || got != c.ResolverPreload[key] {
+					return false, fmt.Sprintf("%s runs another JWT of account %s than its config preloads (%v)", s.name(), short(key), err)
+				}
+			}
 		}
 		if c.Resolver != nil && c.Resolver.Type == "full" {
 			full++
@@ -747,6 +757,26 @@ func peerLookups(t testing.TB, servers []*natsServer, probe reloadProbe, wait ti
 }
 
 // jetStreamLimits are the limits the server's JetStream runs with (/jsz).
+// accountJWT is the JWT of an account the server has loaded (/accountz).
+func (s *natsServer) accountJWT(key string) (string, error) {
+	b, err := s.get("/accountz?acc=" + key)
+	if err != nil {
+		return "", err
+	}
+	var v struct {
+		Account *struct {
+			JWT string `json:"jwt"`
+		} `json:"account_detail"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return "", err
+	}
+	if v.Account == nil {
+		return "", fmt.Errorf("/accountz has no account %s", short(key))
+	}
+	return v.Account.JWT, nil
+}
+
 func (s *natsServer) jetStreamLimits() (mem, file int64, err error) {
 	b, err := s.get("/jsz")
 	if err != nil {
