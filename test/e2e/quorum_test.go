@@ -27,7 +27,10 @@ const quorumHeldFor = 60 * time.Second
 func waitFaultTolerance(ctx context.Context, t *testing.T, s *framework.Stack, servers int32, want *clusterv1beta1.GroupFaultTolerance) *clusterv1beta1.FaultTolerance {
 	t.Helper()
 	var ft *clusterv1beta1.FaultTolerance
-	poll.Eventually(t, 2*time.Minute, 250*time.Millisecond, fmt.Sprintf("status.jetstream.faultTolerance.servers %d", servers), func() error {
+	// A stream made on a cluster at rest shows at the next observation,
+	// up to the controller's rest requeue (2 minutes) later: failed once in
+	// CI with a 2-minute wait that listed only the meta group.
+	poll.Eventually(t, 3*time.Minute, 250*time.Millisecond, fmt.Sprintf("status.jetstream.faultTolerance.servers %d", servers), func() error {
 		nc, err := s.Cluster(ctx, s.NS, "demo")
 		if err != nil {
 			return err
