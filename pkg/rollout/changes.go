@@ -24,8 +24,9 @@ type ConfigFacts struct {
 	// SystemAccount is the system account's public key (A...); empty without
 	// auth (the server then uses $SYS).
 	SystemAccount string
-	// Accounts are the public keys of the preloaded accounts other than the
-	// system account (accountTrustRefs), in any order.
+	// Accounts are the preloaded accounts other than the system account
+	// (accountTrustRefs), each "<public key>@<digest of its JWT>", in any
+	// order.
 	Accounts []string
 	// Resolver is the account resolver type (full, cache or MemoryResolver); empty without
 	// auth.
@@ -314,7 +315,7 @@ func Classify(running, target ConfigFacts) []Change {
 	if !sameSet(running.ServerTags, target.ServerTags) {
 		add(ChangeServerTags, strings.Join(sortedCopy(running.ServerTags), ","), strings.Join(sortedCopy(target.ServerTags), ","))
 	}
-	if running.Operator != "" && target.Operator != "" && !sameSet(running.Accounts, target.Accounts) {
+	if running.Operator != "" && target.Operator != "" && !sameAccounts(running, target) {
 		add(ChangeAccounts, "", "")
 	}
 	if running.Operator != "" && target.Operator != "" && running.Resolver != target.Resolver {
@@ -450,4 +451,21 @@ func disjoint(a, b string) bool {
 		}
 	}
 	return true
+}
+
+// sameAccounts says whether two configs preload the same accounts: the same
+// keys, and under the same operator the same JWTs. Another operator
+// re-signs every account, which is that change and not another one.
+func sameAccounts(running, target ConfigFacts) bool {
+	if running.Operator != target.Operator {
+		keys := func(accounts []string) []string {
+			out := make([]string, len(accounts))
+			for i, a := range accounts {
+				out[i], _, _ = strings.Cut(a, "@")
+			}
+			return out
+		}
+		return sameSet(keys(running.Accounts), keys(target.Accounts))
+	}
+	return sameSet(running.Accounts, target.Accounts)
 }

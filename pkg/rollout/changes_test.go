@@ -106,3 +106,31 @@ func TestAnotherRouteCAIsADisjointCASet(t *testing.T) {
 		}
 	}
 }
+
+// A new JWT of a preloaded account under the same key is a change of
+// accounts; under another operator (which re-signs every account) it is
+// that change alone, unless the keys differ too.
+func TestAnAccountsNewJWTIsAChangeOfAccountsUnderTheSameOperator(t *testing.T) {
+	base := ConfigFacts{Version: "2.15.2", ClusterName: "demo", Operator: "OA", SystemAccount: "AS", Accounts: []string{"AAPP@1111"}, Resolver: MemoryResolver}
+	kinds := func(running, target ConfigFacts) []ChangeKind {
+		var out []ChangeKind
+		for _, c := range Classify(running, target) {
+			out = append(out, c.Kind)
+		}
+		return out
+	}
+	newJWT := base
+	newJWT.Accounts = []string{"AAPP@2222"}
+	if got := kinds(base, newJWT); !slices.Equal(got, []ChangeKind{ChangeAccounts}) {
+		t.Errorf("a new JWT under the same key: %v, want [Accounts]", got)
+	}
+	otherOperator := newJWT
+	otherOperator.Operator = "OB"
+	if got := kinds(base, otherOperator); !slices.Equal(got, []ChangeKind{ChangeOperator}) {
+		t.Errorf("another operator re-signing the account: %v, want [Operator]", got)
+	}
+	otherOperator.Accounts = append(otherOperator.Accounts, "AORDERS@3333")
+	if got := kinds(base, otherOperator); !slices.Equal(got, []ChangeKind{ChangeOperator, ChangeAccounts}) {
+		t.Errorf("another operator and an account added: %v, want [Operator Accounts]", got)
+	}
+}
