@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/nats-io/jwt/v2"
-	"github.com/nats-io/nkeys"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -89,18 +88,9 @@ func TestAJWTThatExpiresSoonIsAWarningAndAnExpiredOneAHold(t *testing.T) {
 // lifetime), whatever else happens: the renewal waits for no event.
 func TestTheMintedSystemUserIsRenewedOnTime(t *testing.T) {
 	trust := rt.NewTrust(t, rt.WithAccounts("orders"))
-	sk, _ := nkeys.CreateAccount()
-	skPub, _ := sk.PublicKey()
-	skSeed, _ := sk.Seed()
-	ac, err := jwt.DecodeAccountClaims(trust.System.JWT)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ac.SigningKeys.Add(skPub)
+	_, skSeed, systemJWT := trust.SystemSigningKey(t)
 	ot := trust.OperatorTrust("ns", "demo")
-	if ot.Spec.SystemAccountJWT, err = ac.Encode(trust.SigningKey); err != nil {
-		t.Fatal(err)
-	}
+	ot.Spec.SystemAccountJWT = systemJWT
 	ot.Spec.SystemAccountSigningKey = &trustv1beta1.SecretKeySelector{Name: "sys-signing"}
 	nc := rt.NewCluster("ns", "demo", rt.Auth("demo", "orders"))
 	nc.Spec.Auth.SystemCredentials = nil

@@ -13,18 +13,7 @@ import (
 
 func TestNewSignerChecksTheKeyAgainstTheSystemAccount(t *testing.T) {
 	f := rt.NewTrust(t)
-	sk, _ := nkeys.CreateAccount()
-	skPub, _ := sk.PublicKey()
-	ac, err := jwt.DecodeAccountClaims(f.System.JWT)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ac.SigningKeys.Add(skPub)
-	withKey, err := ac.Encode(f.SigningKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	skSeed, _ := sk.Seed()
+	skPub, skSeed, withKey := f.SystemSigningKey(t)
 	other, _ := nkeys.CreateAccount()
 	otherSeed, _ := other.Seed()
 	user, _ := nkeys.CreateUser()
@@ -58,12 +47,7 @@ func TestNewSignerChecksTheKeyAgainstTheSystemAccount(t *testing.T) {
 
 func TestMintIssuesAShortLivedUserOfTheSystemAccount(t *testing.T) {
 	f := rt.NewTrust(t)
-	sk, _ := nkeys.CreateAccount()
-	skPub, _ := sk.PublicKey()
-	skSeed, _ := sk.Seed()
-	ac, _ := jwt.DecodeAccountClaims(f.System.JWT)
-	ac.SigningKeys.Add(skPub)
-	withKey, _ := ac.Encode(f.SigningKey)
+	skPub, skSeed, withKey := f.SystemSigningKey(t)
 	s, err := NewSigner(skSeed, withKey)
 	if err != nil {
 		t.Fatal(err)

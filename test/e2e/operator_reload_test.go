@@ -11,10 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/nats-io/nkeys"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -47,17 +45,8 @@ func startOperatorCluster(ctx context.Context, t *testing.T, s *framework.Stack,
 	f := rendertest.NewTrust(t, rendertest.WithAccounts("demo-app"))
 	ot := f.OperatorTrust(s.NS, "demo")
 	if signingKey {
-		sk, _ := nkeys.CreateAccount()
-		skPub, _ := sk.PublicKey()
-		skSeed, _ := sk.Seed()
-		ac, err := jwt.DecodeAccountClaims(f.System.JWT)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ac.SigningKeys.Add(skPub)
-		if ot.Spec.SystemAccountJWT, err = ac.Encode(f.SigningKey); err != nil {
-			t.Fatal(err)
-		}
+		var skSeed []byte
+		_, skSeed, ot.Spec.SystemAccountJWT = f.SystemSigningKey(t)
 		ot.Spec.SystemAccountSigningKey = &trustv1beta1.SecretKeySelector{Name: "demo-sys-signing"}
 		sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "demo-sys-signing"}, Data: map[string][]byte{"seed": skSeed}}
 		if _, err := s.Kube.CoreV1().Secrets(s.NS).Create(ctx, sec, metav1.CreateOptions{}); err != nil {

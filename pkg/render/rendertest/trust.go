@@ -128,6 +128,29 @@ func (f *Fixture) newAccount(t testing.TB, name string, jetStream bool) *Account
 	return &Account{Name: name, Key: kp, PublicKey: pub, JWT: token, Seed: seed}
 }
 
+// SystemSigningKey makes a new signing key of the system account: its
+// public key and seed, and the system account JWT that lists it (signed by
+// the same issuer as f.System.JWT).
+func (f *Fixture) SystemSigningKey(t testing.TB) (pub string, seed []byte, systemJWT string) {
+	t.Helper()
+	sk := must(t, nkeys.CreateAccount)
+	pub, _ = sk.PublicKey()
+	seed, _ = sk.Seed()
+	ac, err := jwt.DecodeAccountClaims(f.System.JWT)
+	if err != nil {
+		t.Fatalf("decoding the system account JWT: %v", err)
+	}
+	ac.SigningKeys.Add(pub)
+	issuer := f.SigningKey
+	if f.identityIssuer {
+		issuer = f.Operator
+	}
+	if systemJWT, err = ac.Encode(issuer); err != nil {
+		t.Fatalf("encoding the system account JWT: %v", err)
+	}
+	return pub, seed, systemJWT
+}
+
 // Reissued is the account with a new JWT under the same key: its claims
 // with tag added, signed by the same issuer (an account's claims changed).
 func (f *Fixture) Reissued(t testing.TB, a *Account, tag string) *Account {
