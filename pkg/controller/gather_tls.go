@@ -93,14 +93,9 @@ func (g *gatherer) gatherClientCA(ctx context.Context, f *facts, now time.Time) 
 	}
 	nc := f.nc
 	name := nc.Name + render.ClientCASuffix
-	s, err := g.src.API.Secret(ctx, nc.Namespace, name)
-	switch {
-	case apierrors.IsNotFound(err):
-		s = nil
-	case err != nil:
+	s, err := g.controlledSecret(ctx, nc, name)
+	if err != nil {
 		return err
-	case !metav1.IsControlledBy(s, nc):
-		return &notControlledError{"Secret", s.Namespace, s.Name}
 	}
 	data := map[string][]byte{}
 	if s != nil {
@@ -176,24 +171,11 @@ func keyOr(k, def string) string {
 // once written.
 func (g *gatherer) gatherGeneratedRouteTLS(ctx context.Context, f *facts, now time.Time) (*render.TLSFiles, error) {
 	nc := f.nc
-	owned := func(name string) (*corev1.Secret, error) {
-		s, err := g.src.API.Secret(ctx, nc.Namespace, name)
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		if !metav1.IsControlledBy(s, nc) {
-			return nil, &notControlledError{"Secret", s.Namespace, s.Name}
-		}
-		return s, nil
-	}
-	caSecret, err := owned(nc.Name + routesCASuffix)
+	caSecret, err := g.controlledSecret(ctx, nc, nc.Name+routesCASuffix)
 	if err != nil {
 		return nil, err
 	}
-	leafSecret, err := owned(nc.Name + routesTLSSuffix)
+	leafSecret, err := g.controlledSecret(ctx, nc, nc.Name+routesTLSSuffix)
 	if err != nil {
 		return nil, err
 	}
@@ -240,6 +222,23 @@ func (g *gatherer) gatherGeneratedRouteTLS(ctx context.Context, f *facts, now ti
 	}
 	return &render.TLSFiles{Secret: nc.Name + routesTLSSuffix, CertKey: keyCert, KeyKey: keyKey, CAKey: keyCA, Verify: true,
 		Digest: secretDigest(data[keyCert], data[keyKey], data[keyCA]), CADigest: caDigests(data[keyCA])}, nil
+}
+
+// controlledSecret reads a Secret the cluster's controller keeps: nil when
+// it does not exist, a notControlledError when the NatsCluster does not
+// control it.
+func (g *gatherer) controlledSecret(ctx context.Context, nc *clusterv1beta1.NatsCluster, name string) (*corev1.Secret, error) {
+	s, err := g.src.API.Secret(ctx, nc.Namespace, name)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !metav1.IsControlledBy(s, nc) {
+		return nil, &notControlledError{"Secret", s.Namespace, s.Name}
+	}
+	return s, nil
 }
 
 // ownedSecret is a Secret of the cluster with data: old updated, or a new
