@@ -2,8 +2,12 @@ package controller
 
 import (
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nats-operator/nats-operator/internal/kubeutil"
@@ -42,6 +46,9 @@ func (c *Controller) observedStatus(status *clusterv1beta1.NatsClusterStatus, f 
 		if srv, ok := snap.Server(so.name); ok && srv.Answered {
 			s.Version = srv.Version
 			s.ConfigRevision = srv.ConfigRevision
+			if nc.Spec.Gateway != nil {
+				s.Gateways = srv.Gateways
+			}
 		}
 		if s.Version == "" || (version != "" && s.Version != version) {
 			sameVersion = false
@@ -57,6 +64,7 @@ func (c *Controller) observedStatus(status *clusterv1beta1.NatsClusterStatus, f 
 	c.setCondition(status, nc, clusterv1beta1.ConditionReady, rs, rr, rm)
 	v := snap.Verdict
 	c.setCondition(status, nc, clusterv1beta1.ConditionSettled, v.Status, v.Reason, v.Message)
+	c.gatewaysConnected(status, nc, f, snap)
 
 	if nc.Spec.JetStream != nil {
 		status.JetStream = &clusterv1beta1.JetStreamStatus{
@@ -103,4 +111,58 @@ func faultTolerance(snap *observe.Snapshot, servers []string) *clusterv1beta1.Fa
 			Current: int32(len(g.Current)), FaultTolerance: int32(g.Tolerates())})
 	}
 	return ft
+}
+
+// gatewaysConnected sets GatewaysConnected with spec.gateway (and removes
+// it without): True when every server answered and has an outbound
+// gateway to every remote of the spec and to every cluster any server
+// reaches (learned from the supercluster); False GatewaysDisconnected
+// naming each server and the clusters it lacks.
+func (c *Controller) gatewaysConnected(status *clusterv1beta1.NatsClusterStatus, nc *clusterv1beta1.NatsCluster, f *facts, snap *observe.Snapshot) {
+	g := nc.Spec.Gateway
+	if g == nil {
+		meta.RemoveStatusCondition(&status.Conditions, clusterv1beta1.ConditionGatewaysConnected)
+		return
+	}
+	want := map[string]bool{}
+	for _, r := range g.Remotes {
+		want[r.Name] = true
+	}
+	for _, so := range f.servers {
+		if srv, ok := snap.Server(so.name); ok {
+			for _, gw := range srv.Gateways {
+				want[gw] = true
+			}
+		}
+	}
+	clusters := slices.Sorted(maps.Keys(want))
+	var missing []string
+	for _, so := range f.servers {
+		srv, ok := snap.Server(so.name)
+		switch {
+		case !ok || !srv.Answered:
+			missing = append(missing, so.name+" does not answer")
+		default:
+			var lacks []string
+			for _, cl := range clusters {
+				if !slices.Contains(srv.Gateways, cl) {
+					lacks = append(lacks, cl)
+				}
+			}
+			if len(lacks) > 0 {
+				missing = append(missing, so.name+" has no gateway to "+strings.Join(lacks, ", "))
+			}
+		}
+	}
+	switch {
+	case len(missing) > 0:
+		c.setCondition(status, nc, clusterv1beta1.ConditionGatewaysConnected, metav1.ConditionFalse, clusterv1beta1.ReasonGatewaysDisconnected,
+			strings.Join(missing, "; "))
+	case len(clusters) == 0:
+		c.setCondition(status, nc, clusterv1beta1.ConditionGatewaysConnected, metav1.ConditionFalse, clusterv1beta1.ReasonGatewaysDisconnected,
+			"no server has a gateway to another cluster yet, and spec.gateway.remotes names none: waiting for another cluster to connect")
+	default:
+		c.setCondition(status, nc, clusterv1beta1.ConditionGatewaysConnected, metav1.ConditionTrue, clusterv1beta1.ReasonAllGatewaysConnected,
+			fmt.Sprintf("every server has a gateway to %s", strings.Join(clusters, ", ")))
+	}
 }

@@ -60,6 +60,7 @@ type serverConfig struct {
 	LameDuckDuration    string            `json:"lame_duck_duration"`
 	LameDuckGracePeriod string            `json:"lame_duck_grace_period"`
 	Cluster             clusterConfig     `json:"cluster"`
+	Gateway             *gatewayConfig    `json:"gateway,omitempty"`
 	JetStream           *jetStreamConfig  `json:"jetstream,omitempty"`
 	ServerTags          []string          `json:"server_tags,omitempty"`
 	Accounts            *accountsConfig   `json:"accounts,omitempty"`
@@ -149,6 +150,11 @@ type sharedConfig struct {
 	resolver  *resolverConfig
 	accounts  *accountsConfig
 	tls       TLS
+	// gateway is spec.gateway's block, nil without it; clusterName is
+	// cluster.name (the gateway name with a gateway: nats-server requires
+	// them equal).
+	gateway     *gatewayConfig
+	clusterName string
 	// lameDuckDuration and lameDuckGracePeriod are as nats.conf holds
 	// them (time.Duration's String: 30s, 1m30s, 1.5s).
 	lameDuckDuration, lameDuckGracePeriod string
@@ -165,6 +171,13 @@ func newSharedConfig(nc *clusterv1beta1.NatsCluster, trust *validTrust, systemUs
 		s.routes = append(s.routes, RouteURL(nc.Name, nc.Namespace, i))
 	}
 	s.seeds = min(nc.Spec.Replicas, SeedServers)
+	if s.gateway, err = gatewayOf(nc); err != nil {
+		return nil, err
+	}
+	s.clusterName = nc.Name
+	if s.gateway != nil {
+		s.clusterName = s.gateway.Name
+	}
 	duration, gracePeriod := LameDuckOf(&nc.Spec)
 	s.lameDuckDuration, s.lameDuckGracePeriod = duration.Duration.String(), gracePeriod.Duration.String()
 	if js := nc.Spec.JetStream; js != nil {
@@ -215,10 +228,11 @@ func (s *sharedConfig) server(nc *clusterv1beta1.NatsCluster, ordinal int32, ope
 		LameDuckDuration:    s.lameDuckDuration,
 		LameDuckGracePeriod: s.lameDuckGracePeriod,
 		Cluster: clusterConfig{
-			Name:   nc.Name,
+			Name:   s.clusterName,
 			Listen: fmt.Sprintf("0.0.0.0:%d", ClusterPort),
 			Routes: s.routes[:max(s.seeds, ordinal+1)],
 		},
+		Gateway:    s.gateway,
 		JetStream:  s.jetStream,
 		ServerTags: s.tags,
 		Accounts:   s.accounts,

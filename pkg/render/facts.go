@@ -73,6 +73,13 @@ type Facts struct {
 	// lame_duck_grace_period as the config holds them (30s, 10s).
 	LameDuckDuration    string
 	LameDuckGracePeriod string
+	// Gateway says whether the config has a gateway block (spec.gateway).
+	Gateway bool
+	// GatewayRemotes is the rest of the gateway block, one canonical
+	// string: each remote as name=url,url (sorted by name), the
+	// advertise address and reject_unknown_cluster; empty without a
+	// gateway.
+	GatewayRemotes string
 }
 
 // fieldRole says what the planner knows of one field of nats.conf: it is a
@@ -141,7 +148,13 @@ var configFields = map[string]fieldRole{
 	// route and keep one meta group, as the matrix case "new system user
 	// password" shows: users are local to a server). Which of the two it
 	// is, is the fact.
-	"accounts.$SYS.users": fact("SystemUserNKey"),
+	"accounts.$SYS.users":            fact("SystemUserNKey"),
+	"gateway":                        fact("Gateway"),
+	"gateway.name":                   rolls("always cluster.name, which nats-server requires it to equal: another name is ClusterName"),
+	"gateway.listen":                 rolls("a constant (0.0.0.0:7222)"),
+	"gateway.advertise":              fact("GatewayRemotes"),
+	"gateway.reject_unknown_cluster": fact("GatewayRemotes"),
+	"gateway.gateways":               fact("GatewayRemotes"),
 }
 
 // factsOf computes the facts of a config. version is the image tag the
@@ -160,6 +173,10 @@ func factsOf(c *serverConfig, version, operatorKey string) Facts {
 	}
 	if c.TLS != nil {
 		f.ClientVerify = c.TLS.Verify
+	}
+	if g := c.Gateway; g != nil {
+		f.Gateway = true
+		f.GatewayRemotes = g.canonical()
 	}
 	f.RoutesCertificate = c.ServerMetadata.RoutesCertificate
 	f.ClientCertificate = c.ServerMetadata.ClientCertificate

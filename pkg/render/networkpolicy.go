@@ -20,6 +20,8 @@ const NamespaceNameLabel = "kubernetes.io/metadata.name"
 //   - the route port from the cluster's own servers only;
 //   - the monitoring port from the controller's namespace only (the
 //     exporter sidecar reads it over localhost, which no policy filters);
+//   - the gateway port, with spec.gateway, from anywhere (the other
+//     clusters of the supercluster);
 //   - the metrics port, when the exporter runs, from metricsFrom, or from
 //     anywhere when it is empty.
 //
@@ -43,6 +45,11 @@ func NetworkPolicy(nc *clusterv1beta1.NatsCluster, controllerNamespace string) *
 		{Ports: port(MonitorPortName), From: []networkingv1.NetworkPolicyPeer{{
 			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{NamespaceNameLabel: controllerNamespace}},
 		}}},
+	}
+	if spec.Gateway != nil {
+		// Other clusters of the supercluster may run in any namespace or
+		// outside this Kubernetes cluster.
+		rules = append(rules, networkingv1.NetworkPolicyIngressRule{Ports: port(GatewayPortName)})
 	}
 	if spec.Metrics.IsEnabled() {
 		var from []networkingv1.NetworkPolicyPeer

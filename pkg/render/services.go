@@ -57,6 +57,9 @@ func headlessPorts(spec *clusterv1beta1.NatsClusterSpec) []corev1.ServicePort {
 		servicePort(ClusterPortName, ClusterPort),
 		servicePort(MonitorPortName, MonitorPort),
 	}
+	if spec.Gateway != nil {
+		ports = append(ports, servicePort(GatewayPortName, GatewayPort))
+	}
 	if spec.Metrics.IsEnabled() {
 		ports = append(ports, servicePort(MetricsPortName, MetricsPort))
 	}

@@ -68,6 +68,9 @@ func statefulSet(nc *clusterv1beta1.NatsCluster, ordinal int32, rev string, tls 
 		ImagePullPolicy:          corev1.PullIfNotPresent,
 		SecurityContext:          restrictedContainerContext(),
 	}
+	if spec.Gateway != nil {
+		container.Ports = append(container.Ports, corev1.ContainerPort{Name: GatewayPortName, ContainerPort: GatewayPort, Protocol: corev1.ProtocolTCP})
+	}
 	if gml := GoMemLimit(resources); gml != "" {
 		container.Env = []corev1.EnvVar{{Name: "GOMEMLIMIT", Value: gml}}
 	}

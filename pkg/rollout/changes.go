@@ -66,6 +66,12 @@ type ConfigFacts struct {
 	// lame_duck_grace_period (30s, 10s).
 	LameDuckDuration    string
 	LameDuckGracePeriod string
+	// Gateway says whether the config has a gateway block (spec.gateway).
+	Gateway bool
+	// GatewayRemotes is the rest of the gateway block in one canonical
+	// string (remotes, advertise, reject_unknown_cluster); empty without a
+	// gateway.
+	GatewayRemotes string
 }
 
 // ChangeKind is one kind of difference between a running and a target config.
@@ -127,6 +133,19 @@ const (
 	// group; nats-server reloads neither ("config reload not supported for
 	// LameDuckGracePeriod"), so it restarts.
 	ChangeLameDuck ChangeKind = "LameDuck"
+	// ChangeGateway is the gateway added or removed (spec.gateway). Rolled
+	// one server at a time it splits the supercluster mid-way: the
+	// gateway matrix (matrix/gateway_matrix_test.go) finds the meta group
+	// spanning both clusters broken at a mixed stage. With JetStream on
+	// either side the planner holds it with OwnMetaGroup, which no
+	// annotation completes; without, with GatewayChangeBlocked.
+	ChangeGateway ChangeKind = "Gateway"
+	// ChangeGatewayRemotes is another gateway remote (added, removed, other
+	// URLs), advertise address or reject_unknown_cluster, the gateway
+	// staying. nats-server reloads none ("config reload not supported for
+	// Gateway"), and the gateway matrix finds each rolls one server at a
+	// time: the servers learn of every cluster from the ones they reach.
+	ChangeGatewayRemotes ChangeKind = "GatewayRemotes"
 )
 
 // Effect is what a kind of change does to a cluster rolled one server at a
@@ -233,6 +252,9 @@ var effects = map[ChangeKind]Effect{
 		Why: "each server checks every new route against the CA it loaded: servers given different CAs cannot route to each other"},
 	ChangeClientCertificate: {ReloadsWithoutAuth: true, ReloadsWithMemoryResolver: true, What: "a new client certificate"},
 	ChangeLameDuck:          {What: "other lame duck settings"},
+	ChangeGateway: {Splits: true, What: "adding or removing the gateway", HoldReason: clusterv1beta1.ReasonGatewayChangeBlocked,
+		Why: "servers with the gateway and servers without it cannot keep one JetStream meta group across the supercluster, and their clients' messages reach the other clusters only from some servers"},
+	ChangeGatewayRemotes: {What: "other gateway remotes, advertise address or rejectUnknownCluster"},
 }
 
 // changeOrder is the order Changes lists kinds in: auth first, so the hold
@@ -242,6 +264,7 @@ var changeOrder = []ChangeKind{
 	ChangeClusterName, ChangeJetStreamDomain, ChangeJetStream, ChangeJetStreamDomainAddRemove, ChangeVersion,
 	ChangeJetStreamLimitsRaised, ChangeJetStreamLimitsLowered, ChangeServerTags, ChangeAccounts, ChangeResolver, ChangeSystemUser, ChangeSystemUserNKey,
 	ChangeRouteTLS, ChangeRouteCA, ChangeClientTLS, ChangeRouteCertificate, ChangeClientCertificate, ChangeLameDuck,
+	ChangeGateway, ChangeGatewayRemotes,
 }
 
 // ChangeKinds returns every change kind in the order Changes lists them.
@@ -344,6 +367,12 @@ func Classify(running, target ConfigFacts) []Change {
 	}
 	if running.LameDuckDuration != target.LameDuckDuration || running.LameDuckGracePeriod != target.LameDuckGracePeriod {
 		add(ChangeLameDuck, lameDuck(running), lameDuck(target))
+	}
+	if running.Gateway != target.Gateway {
+		add(ChangeGateway, onOff(running.Gateway), onOff(target.Gateway))
+	}
+	if running.Gateway && target.Gateway && running.GatewayRemotes != target.GatewayRemotes {
+		add(ChangeGatewayRemotes, running.GatewayRemotes, target.GatewayRemotes)
 	}
 	return out
 }

@@ -330,6 +330,9 @@ func (p *planner) heldTransition() (Decision, bool) {
 		return Decision{}, false
 	}
 	streams := sortedStreams(p.in.Observation.Streams)
+	if d, ok := p.ownMetaGroup(streams); ok {
+		return d, true
+	}
 	value, restartAll := p.annotation(clusterv1beta1.AnnotationRestartAll)
 	if restartAll && (!leavesStreams || value == clusterv1beta1.RestartAllResetJetStream) {
 		return p.restartAllStep(reset, streams), true

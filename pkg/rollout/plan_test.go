@@ -18,6 +18,14 @@ const (
 )
 
 var (
+	joinWest = target(func(f *ConfigFacts) { f.Gateway, f.GatewayRemotes = true, "west=nats://west-headless.west.svc:7222" })
+	// noJetStream: the servers run, and the spec keeps, no JetStream.
+	noJetStream = func(in *Input) {
+		in.Target.JetStream = false
+		for i := range in.Servers {
+			in.Servers[i].Running.JetStream = false
+		}
+	}
 	addAuth    = target(func(f *ConfigFacts) { f.Operator, f.SystemAccount = opA, sysA })
 	removeAuth = running(func(f *ConfigFacts) { f.Operator, f.SystemAccount = opA, sysA })
 	orders     = StreamRef{Account: GlobalAccount, Name: "ORDERS"}
@@ -46,6 +54,54 @@ func TestPlan(t *testing.T) {
 		in   Input
 		want want
 	}{
+		{
+			name: "a cluster with JetStream and streams gaining a gateway is held with OwnMetaGroup naming its meta group and the remotes, and restart-all does not release it",
+			in:   cluster(3, joinWest, streams(orders), annotate(restartAllKey, "")),
+			want: want{
+				holdReason: clusterv1beta1.ReasonOwnMetaGroup, waitingFor: "spec.gateway",
+				status: metav1.ConditionFalse, reason: clusterv1beta1.ReasonOwnMetaGroup,
+				contains: []string{"adding the gateway cannot be done on a running cluster with JetStream",
+					"demo runs a JetStream meta group of its own (leader demo-0); it holds 1 stream (ORDERS in the global account)",
+					"the supercluster of west has another", "Remove spec.gateway to go back"},
+				rollout: &clusterv1beta1.RolloutStatus{TargetRevision: newRev, Pending: []string{"demo-2", "demo-1", "demo-0"}},
+				changes: []ChangeKind{ChangeGateway},
+			},
+		},
+		{
+			name: "a cluster in a supercluster with JetStream losing its gateway is held with OwnMetaGroup",
+			in:   cluster(3, running(func(f *ConfigFacts) { f.Gateway, f.GatewayRemotes = true, "west=nats://west-headless.west.svc:7222" })),
+			want: want{
+				holdReason: clusterv1beta1.ReasonOwnMetaGroup, waitingFor: "spec.gateway",
+				status: metav1.ConditionFalse, reason: clusterv1beta1.ReasonOwnMetaGroup,
+				contains: []string{"removing the gateway cannot be done on a running cluster with JetStream",
+					"demo's servers are peers of the JetStream meta group of the supercluster of west", "Put spec.gateway back"},
+				rollout: &clusterv1beta1.RolloutStatus{TargetRevision: newRev, Pending: []string{"demo-2", "demo-1", "demo-0"}},
+				changes: []ChangeKind{ChangeGateway},
+			},
+		},
+		{
+			name: "a cluster without JetStream gaining a gateway is held with GatewayChangeBlocked until restart-all",
+			in:   cluster(3, noJetStream, joinWest),
+			want: want{
+				holdReason: clusterv1beta1.ReasonGatewayChangeBlocked, waitingFor: restartAllKey,
+				status: metav1.ConditionFalse, reason: clusterv1beta1.ReasonGatewayChangeBlocked,
+				contains: []string{"adding or removing the gateway (off -> on) cannot roll out one server at a time", "restart demo-2, demo-1, demo-0 together"},
+				rollout:  &clusterv1beta1.RolloutStatus{TargetRevision: newRev, Pending: []string{"demo-2", "demo-1", "demo-0"}},
+				changes:  []ChangeKind{ChangeGateway},
+			},
+		},
+		{
+			name: "another gateway remote restarts the servers one at a time, highest ordinal first",
+			in: cluster(3, running(func(f *ConfigFacts) { f.Gateway, f.GatewayRemotes = true, "west=nats://west-headless.west.svc:7222" }),
+				target(func(f *ConfigFacts) {
+					f.Gateway, f.GatewayRemotes = true, "north=nats://north-headless.north.svc:7222; west=nats://west-headless.west.svc:7222"
+				})),
+			want: want{
+				step:       &Step{Kind: RestartOne, Servers: []string{"demo-2"}},
+				anyRollout: true, status: metav1.ConditionTrue, reason: clusterv1beta1.ReasonRollingRestart,
+				changes: []ChangeKind{ChangeGatewayRemotes},
+			},
+		},
 		{
 			name: "servers running without auth with a spec adding auth are held with AuthChangeBlocked, every server pending and no step",
 			in:   cluster(3, addAuth),

@@ -47,6 +47,11 @@ func changeTable() string {
 				reason = clusterv1beta1.ReasonUnsupportedChange
 			}
 			none = fmt.Sprintf("held (`%s`): %s; `%s` restarts every server together", reason, e.Why, clusterv1beta1.AnnotationRestartAll)
+			if k == ChangeGateway {
+				// ownMetaGroup comes first wherever JetStream runs.
+				none = fmt.Sprintf("with JetStream held (`%s`), which nothing but going back releases (see Superclusters); without, %s",
+					clusterv1beta1.ReasonOwnMetaGroup, none)
+			}
 			full, mem = "the same", "the same"
 			if withAuthOnly[k] {
 				full = none

@@ -50,6 +50,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &clusterv1beta1.FaultToleranceApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("Gate"):
 		return &clusterv1beta1.GateApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("GatewayRemote"):
+		return &clusterv1beta1.GatewayRemoteApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("GatewaySpec"):
+		return &clusterv1beta1.GatewaySpecApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("GroupFaultTolerance"):
 		return &clusterv1beta1.GroupFaultToleranceApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("ImageSpec"):
@@ -70,6 +74,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &clusterv1beta1.MetricsSpecApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("NatsCluster"):
 		return &clusterv1beta1.NatsClusterApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("NatsClusterReference"):
+		return &clusterv1beta1.NatsClusterReferenceApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("NatsClusterSpec"):
 		return &clusterv1beta1.NatsClusterSpecApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("NatsClusterStatus"):

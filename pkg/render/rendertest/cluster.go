@@ -189,3 +189,17 @@ func LameDuck(duration, gracePeriod string) ClusterOption {
 		nc.Spec.LameDuck = &clusterv1beta1.LameDuckSpec{Duration: parse(duration), GracePeriod: parse(gracePeriod)}
 	}
 }
+
+// Gateway gives the cluster spec.gateway with these remotes (none: it only
+// listens), replacing any it had.
+func Gateway(remotes ...clusterv1beta1.GatewayRemote) ClusterOption {
+	return func(nc *clusterv1beta1.NatsCluster) {
+		nc.Spec.Gateway = &clusterv1beta1.GatewaySpec{Remotes: remotes}
+	}
+}
+
+// GatewayTo is a gateway remote naming a NatsCluster by reference, its
+// gateway name the NatsCluster's name.
+func GatewayTo(namespace, name string) clusterv1beta1.GatewayRemote {
+	return clusterv1beta1.GatewayRemote{Name: name, ClusterRef: &clusterv1beta1.NatsClusterReference{Namespace: namespace, Name: name}}
+}

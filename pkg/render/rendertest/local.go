@@ -27,6 +27,9 @@ type Local struct {
 	ClientPort  int
 	ClusterPort int
 	MonitorPort int
+	// GatewayPort is where the server listens for gateway connections
+	// when its config has a gateway block.
+	GatewayPort int
 	// Dir holds data/ (for /data) and run/ (for /var/run/nats).
 	Dir string
 }
@@ -44,6 +47,17 @@ func (l Local) MonitorURL() string { return fmt.Sprintf("http://%s:%d", l.Host, 
 // files under /etc/nats-config move under self.Dir (data, run, config; the
 // caller writes the TLS files there). Everything else is kept as rendered.
 func LocalizeConfig(cfg []byte, self Local, routes map[string]Local) ([]byte, error) {
+	return LocalizeSuperclusterConfig(cfg, self, routes, nil)
+}
+
+// LocalizeSuperclusterConfig is LocalizeConfig for a server of a
+// supercluster: the gateway block listens on self's gateway port (and
+// advertises it when the rendered block advertises an address), and each
+// gateway URL's host (a key of gateways: a headless Service,
+// "west-headless.ns.svc", or a pod host) becomes the gateway ports of
+// those servers, one URL each, as the Service's DNS name would resolve to
+// every one of them.
+func LocalizeSuperclusterConfig(cfg []byte, self Local, routes map[string]Local, gateways map[string][]Local) ([]byte, error) {
 	var m map[string]any
 	dec := json.NewDecoder(bytes.NewReader(cfg))
 	dec.UseNumber()
@@ -97,6 +111,36 @@ func LocalizeConfig(cfg []byte, self Local, routes map[string]Local) ([]byte, er
 			}
 		}
 	}
+	if gw, ok := m["gateway"].(map[string]any); ok {
+		if self.GatewayPort == 0 {
+			return nil, fmt.Errorf("the config has a gateway block and %s no gateway port", self.Dir)
+		}
+		gw["listen"] = hostPort(self.GatewayPort)
+		if _, ok := gw["advertise"]; ok {
+			gw["advertise"] = hostPort(self.GatewayPort)
+		}
+		remotes, _ := gw["gateways"].([]any)
+		for _, r := range remotes {
+			remote := r.(map[string]any)
+			var urls []any
+			for _, raw := range remote["urls"].([]any) {
+				u, err := url.Parse(raw.(string))
+				if err != nil {
+					return nil, fmt.Errorf("gateway URL %q: %w", raw, err)
+				}
+				peers, ok := gateways[u.Hostname()]
+				if !ok {
+					return nil, fmt.Errorf("gateway URL %q: no local address for host %s", raw, u.Hostname())
+				}
+				for _, p := range peers {
+					lu := *u
+					lu.Host = net.JoinHostPort(p.Host, strconv.Itoa(p.GatewayPort))
+					urls = append(urls, lu.String())
+				}
+			}
+			remote["urls"] = urls
+		}
+	}
 	if js, ok := m["jetstream"].(map[string]any); ok {
 		if p, ok := js["store_dir"].(string); ok {
 			js["store_dir"] = path(p)
@@ -148,6 +192,7 @@ func LocalAddresses(t testing.TB, out *render.Output, namespace, cluster string)
 			ClientPort:  freePort(t),
 			ClusterPort: freePort(t),
 			MonitorPort: freePort(t),
+			GatewayPort: freePort(t),
 			Dir:         filepath.Join(base, s.Name),
 		}
 		for _, d := range []string{"data", "run"} {

@@ -233,7 +233,8 @@ func classifyRendered(t testing.TB, old, new *render.Output) []ChangeKind {
 
 // TestRouteCompatibilityMatrixCases checks the cases without starting a
 // server: each renders, Classify finds exactly the kinds the case names, and
-// every change kind the planner knows is the kind of some case.
+// every change kind the planner knows is the kind of some case (of this
+// matrix, or for the gateway's kinds of the gateway matrix).
 func TestRouteCompatibilityMatrixCases(t *testing.T) {
 	cases := matrixCases(t, newMatrixTrust(t))
 	var covered []ChangeKind
@@ -244,9 +245,12 @@ func TestRouteCompatibilityMatrixCases(t *testing.T) {
 		}
 		covered = append(covered, c.kinds...)
 	}
+	for _, c := range gatewayCases() {
+		covered = append(covered, c.kinds...)
+	}
 	for _, k := range ChangeKinds() {
 		if !slices.Contains(covered, k) {
-			t.Errorf("change kind %s is in no case of the route-compatibility matrix", k)
+			t.Errorf("change kind %s is in no case of the route-compatibility matrix or the gateway matrix", k)
 		}
 	}
 }

@@ -321,6 +321,13 @@ func connect(s *natsServer) (*nats.Conn, nats.JetStreamContext, error) {
 // createStream makes the R3 stream on the old config and writes 10 messages.
 func createStream(t *testing.T, s *natsServer) int {
 	t.Helper()
+	return createStreamWith(t, s, &nats.StreamConfig{Name: streamName, Subjects: []string{"orders.>"}, Replicas: 3, Storage: nats.FileStorage}, streamSubject)
+}
+
+// createStreamWith makes a stream through the server and writes 10
+// messages on subject.
+func createStreamWith(t *testing.T, s *natsServer, cfg *nats.StreamConfig, subject string) int {
+	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		err := func() error {
@@ -329,11 +336,11 @@ func createStream(t *testing.T, s *natsServer) int {
 				return err
 			}
 			defer nc.Close()
-			if _, err := js.AddStream(&nats.StreamConfig{Name: streamName, Subjects: []string{"orders.>"}, Replicas: 3, Storage: nats.FileStorage}); err != nil {
+			if _, err := js.AddStream(cfg); err != nil {
 				return err
 			}
-			for i := 0; i < 10; i++ {
-				if _, err := js.Publish(streamSubject, []byte("before")); err != nil {
+			for range 10 {
+				if _, err := js.Publish(subject, []byte("before")); err != nil {
 					return err
 				}
 			}
@@ -343,7 +350,7 @@ func createStream(t *testing.T, s *natsServer) int {
 			return 10
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("creating the R3 stream on the old config: %v", err)
+			t.Fatalf("creating the stream %s through %s: %v", cfg.Name, s.name(), err)
 		}
 		time.Sleep(300 * time.Millisecond)
 	}
@@ -352,24 +359,31 @@ func createStream(t *testing.T, s *natsServer) int {
 // streamWritable: the stream takes a write through every server (as a client
 // of the config each runs), and its replicas are current.
 func streamWritable(servers []*natsServer, acked *int) (bool, string) {
+	return streamWritableIn(servers, acked, streamName, streamSubject, "")
+}
+
+// streamWritableIn: the stream takes a write on subject through every
+// server, and its replicas are current; with cluster set, its leader and
+// replicas are in that cluster (of a supercluster).
+func streamWritableIn(servers []*natsServer, acked *int, stream, subject, cluster string) (bool, string) {
 	var info *nats.StreamInfo
 	for _, s := range servers {
 		nc, js, err := connect(s)
 		if err != nil {
 			return false, fmt.Sprintf("connecting to %s: %v", s.name(), err)
 		}
-		_, err = js.Publish(streamSubject, []byte("during"))
+		_, err = js.Publish(subject, []byte("during"))
 		if err == nil {
 			*acked++
-			info, err = js.StreamInfo(streamName)
+			info, err = js.StreamInfo(stream)
 		}
 		nc.Close()
 		if err != nil {
-			return false, fmt.Sprintf("writing through %s: %v", s.name(), err)
+			return false, fmt.Sprintf("writing %s through %s: %v", stream, s.name(), err)
 		}
 	}
-	if info.Cluster == nil || info.Cluster.Leader == "" || len(info.Cluster.Replicas) != 2 {
-		return false, "the stream has no leader or not two replicas"
+	if info.Cluster == nil || info.Cluster.Leader == "" || len(info.Cluster.Replicas) != 2 || (cluster != "" && info.Cluster.Name != cluster) {
+		return false, "the stream has no leader, not two replicas or is not in cluster " + orNone(cluster)
 	}
 	for _, r := range info.Cluster.Replicas {
 		if !r.Current || r.Offline {

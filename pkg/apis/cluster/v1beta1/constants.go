@@ -20,6 +20,17 @@ const (
 	// those that expire sooner. One past its expiry holds the cluster with
 	// Progressing=False TrustInvalid or AccountTrustInvalid.
 	ConditionTrustCurrent = "TrustCurrent"
+	// ConditionGatewaysConnected (with spec.gateway) says whether every
+	// server has an outbound gateway connection to every remote cluster and
+	// to every cluster it learned of, as its /gatewayz reports: False
+	// GatewaysDisconnected names the servers and clusters that are not.
+	ConditionGatewaysConnected = "GatewaysConnected"
+)
+
+// Reasons of the GatewaysConnected condition.
+const (
+	ReasonAllGatewaysConnected = "AllGatewaysConnected"
+	ReasonGatewaysDisconnected = "GatewaysDisconnected"
 )
 
 // Reasons of the TrustCurrent condition (JWTExpiresSoon is also the reason
@@ -101,8 +112,19 @@ const (
 	// every server together with a new one.
 	ReasonRouteCAMissing = "RouteCAMissing"
 
-	ReasonUpToDate             = "UpToDate"
-	ReasonAuthChangeBlocked    = "AuthChangeBlocked"
+	ReasonUpToDate          = "UpToDate"
+	ReasonAuthChangeBlocked = "AuthChangeBlocked"
+	// ReasonGatewayChangeBlocked: a gateway change that would split the
+	// supercluster mid-way if rolled one server at a time (the gateway
+	// added to or removed from a cluster without JetStream); the
+	// restart-all annotation completes it.
+	ReasonGatewayChangeBlocked = "GatewayChangeBlocked"
+	// ReasonOwnMetaGroup: the gateway added to, or removed from, a cluster
+	// that runs JetStream. Joining, its JetStream meta group and the
+	// supercluster's would be two; leaving, its servers would take the
+	// supercluster's meta group with them. Nothing the controller does
+	// completes it: the message names the way out.
+	ReasonOwnMetaGroup         = "OwnMetaGroup"
 	ReasonTrustNotFound        = "TrustNotFound"
 	ReasonTrustInvalid         = "TrustInvalid"
 	ReasonAccountTrustNotFound = "AccountTrustNotFound"

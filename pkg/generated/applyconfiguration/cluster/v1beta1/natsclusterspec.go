@@ -72,6 +72,9 @@ type NatsClusterSpecApplyConfiguration struct {
 	Metrics *MetricsSpecApplyConfiguration `json:"metrics,omitempty"`
 	// networkPolicy is the NetworkPolicy of the servers' pods.
 	NetworkPolicy *NetworkPolicySpecApplyConfiguration `json:"networkPolicy,omitempty"`
+	// gateway, when present, joins the cluster to a supercluster of
+	// NatsClusters (and other NATS clusters) over gateway connections.
+	Gateway *GatewaySpecApplyConfiguration `json:"gateway,omitempty"`
 	// lameDuck is how long a server takes to leave when its pod stops (a
 	// restart, a scale-down, a deletion): nats-server's lame duck mode,
 	// which the pod's preStop hook starts. Unset, duration is 30s and
@@ -195,6 +198,14 @@ func (b *NatsClusterSpecApplyConfiguration) WithMetrics(value *MetricsSpecApplyC
 // If called multiple times, the NetworkPolicy field is set to the value of the last call.
 func (b *NatsClusterSpecApplyConfiguration) WithNetworkPolicy(value *NetworkPolicySpecApplyConfiguration) *NatsClusterSpecApplyConfiguration {
 	b.NetworkPolicy = value
+	return b
+}
+
+// WithGateway sets the Gateway field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Gateway field is set to the value of the last call.
+func (b *NatsClusterSpecApplyConfiguration) WithGateway(value *GatewaySpecApplyConfiguration) *NatsClusterSpecApplyConfiguration {
+	b.Gateway = value
 	return b
 }
 

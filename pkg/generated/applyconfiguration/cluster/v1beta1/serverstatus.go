@@ -31,6 +31,10 @@ type ServerStatusApplyConfiguration struct {
 	Ready *bool `json:"ready,omitempty"`
 	// configRevision is the config revision the server itself reports.
 	ConfigRevision *string `json:"configRevision,omitempty"`
+	// gateways are the clusters of the supercluster this server has an
+	// outbound gateway connection to, as its /gatewayz reports (with
+	// spec.gateway).
+	Gateways []string `json:"gateways,omitempty"`
 	// startProblem says why the server's container cannot start or keeps
 	// crashing, as its pod reports it: "ErrImagePull: ...",
 	// "CrashLoopBackOff: exit code 1: <the server's last log line>".
@@ -72,6 +76,16 @@ func (b *ServerStatusApplyConfiguration) WithReady(value bool) *ServerStatusAppl
 // If called multiple times, the ConfigRevision field is set to the value of the last call.
 func (b *ServerStatusApplyConfiguration) WithConfigRevision(value string) *ServerStatusApplyConfiguration {
 	b.ConfigRevision = &value
+	return b
+}
+
+// WithGateways adds the given value to the Gateways field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Gateways field.
+func (b *ServerStatusApplyConfiguration) WithGateways(values ...string) *ServerStatusApplyConfiguration {
+	for i := range values {
+		b.Gateways = append(b.Gateways, values[i])
+	}
 	return b
 }
 

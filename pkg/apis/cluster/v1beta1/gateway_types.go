@@ -1,0 +1,107 @@
+package v1beta1
+
+// GatewaySpec joins the cluster to a supercluster: its servers listen for
+// gateway connections on port 7222 and connect to every remote.
+//
+// nats-server reloads no gateway field, so every change restarts the
+// servers; which changes roll one server at a time, and which would split
+// the supercluster mid-way and are held, the README's change table says.
+// Adding the gateway to a running cluster with JetStream, or removing it,
+// is held with OwnMetaGroup: the cluster's JetStream meta group and the
+// supercluster's would be two.
+// +kubebuilder:validation:XValidation:rule="(has(self.name) ? self.name : ”) == (has(oldSelf.name) ? oldSelf.name : ”)",message="spec.gateway.name cannot be changed: it is the cluster's name in the supercluster (nats-server's cluster.name), which every stream placement and every other cluster's remote names",fieldPath=".name"
+type GatewaySpec struct {
+	// name is the gateway's name, which nats-server makes the cluster's name
+	// too (cluster.name): what other clusters' remotes name and streams are
+	// placed by (placement.cluster). Default the NatsCluster's name. Every
+	// cluster of a supercluster needs its own. It cannot change.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][A-Za-z0-9_-]*$`
+	Name string `json:"name,omitempty"`
+
+	// remotes are the other clusters of the supercluster this one connects
+	// to. A cluster also accepts connections from clusters it does not
+	// list (unless rejectUnknownCluster), and learns of every cluster of
+	// the supercluster from the ones it reaches, so one remote that is up
+	// is enough to join; each cluster listing every other is the
+	// robust setup.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	Remotes []GatewayRemote `json:"remotes,omitempty"`
+
+	// advertise is the host:port other clusters connect to instead of the
+	// server's pod address (a load balancer or node port in front of the
+	// servers, for clusters in other Kubernetes clusters).
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9.-]+:[0-9]{1,5}$`
+	Advertise string `json:"advertise,omitempty"`
+
+	// rejectUnknownCluster refuses gateway connections from clusters that
+	// are not among remotes.
+	// +optional
+	RejectUnknownCluster bool `json:"rejectUnknownCluster,omitempty"`
+}
+
+// GatewayRemote is another cluster of the supercluster: a NatsCluster of
+// this Kubernetes cluster (clusterRef) or gateway URLs.
+// +kubebuilder:validation:XValidation:rule="has(self.clusterRef) != has(self.urls)",message="a gateway remote names exactly one of clusterRef and urls"
+type GatewayRemote struct {
+	// name is the remote cluster's gateway name (its spec.gateway.name, by
+	// default its NatsCluster's name): a server refuses a connection whose
+	// gateway name is not the one it dialled.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][A-Za-z0-9_-]*$`
+	Name string `json:"name"`
+
+	// clusterRef is a NatsCluster of this Kubernetes cluster: its servers
+	// are reached at nats://<name>-headless.<namespace>.svc.cluster.local:7222,
+	// which resolves to every server it runs as it scales.
+	// +optional
+	ClusterRef *NatsClusterReference `json:"clusterRef,omitempty"`
+
+	// urls are gateway URLs of the remote cluster's servers
+	// (nats://host:port or tls://host:port); one that answers is enough,
+	// it tells the rest.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=512
+	// +kubebuilder:validation:items:Pattern=`^(nats|tls)://[^\s/?#]+:[0-9]{1,5}$`
+	URLs []string `json:"urls,omitempty"`
+}
+
+// NatsClusterReference names a NatsCluster, in this namespace unless
+// namespace is set.
+type NatsClusterReference struct {
+	// name of the NatsCluster.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+	// namespace of the NatsCluster; default the referring NatsCluster's.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// GatewayPort is the gateway port of every server.
+const GatewayPort = 7222
+
+// GatewayName is the gateway (and cluster) name of a NatsCluster with
+// spec.gateway: spec.gateway.name, or the NatsCluster's name.
+func (nc *NatsCluster) GatewayName() string {
+	if g := nc.Spec.Gateway; g != nil && g.Name != "" {
+		return g.Name
+	}
+	return nc.Name
+}

@@ -1,0 +1,102 @@
+package render
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
+)
+
+// GatewayPort is the gateway port of every server with spec.gateway.
+const GatewayPort int32 = clusterv1beta1.GatewayPort
+
+// GatewayPortName is the name of the gateway port (container, Services).
+const GatewayPortName = "gateway"
+
+// gatewayConfig is nats.conf's gateway block. nats-server requires
+// gateway.name to equal cluster.name, so render sets both.
+type gatewayConfig struct {
+	Name                 string          `json:"name"`
+	Listen               string          `json:"listen"`
+	Advertise            string          `json:"advertise,omitempty"`
+	RejectUnknownCluster bool            `json:"reject_unknown_cluster,omitempty"`
+	Gateways             []gatewayRemote `json:"gateways,omitempty"`
+}
+
+type gatewayRemote struct {
+	Name string   `json:"name"`
+	URLs []string `json:"urls"`
+}
+
+// GatewayURL is the gateway URL of a NatsCluster's servers through its
+// headless Service, which resolves to every server it runs:
+// "nats://west-headless.ns.svc:7222".
+func GatewayURL(cluster, namespace string) string {
+	return fmt.Sprintf("nats://%s.%s.svc:%d", HeadlessServiceName(cluster), namespace, GatewayPort)
+}
+
+// gatewayOf renders spec.gateway, or nil without it. A remote named like
+// the cluster itself is a SpecError: nats-server would dial itself.
+func gatewayOf(nc *clusterv1beta1.NatsCluster) (*gatewayConfig, error) {
+	g := nc.Spec.Gateway
+	if g == nil {
+		return nil, nil
+	}
+	name := nc.GatewayName()
+	out := &gatewayConfig{
+		Name:                 name,
+		Listen:               fmt.Sprintf("0.0.0.0:%d", GatewayPort),
+		Advertise:            g.Advertise,
+		RejectUnknownCluster: g.RejectUnknownCluster,
+	}
+	for i, r := range g.Remotes {
+		field := fmt.Sprintf("spec.gateway.remotes[%d]", i)
+		if r.Name == name {
+			return nil, &SpecError{Field: field + ".name", Message: fmt.Sprintf("%q is this cluster's own gateway name: a remote is another cluster", r.Name)}
+		}
+		remote := gatewayRemote{Name: r.Name}
+		switch {
+		case r.ClusterRef != nil:
+			ns := r.ClusterRef.Namespace
+			if ns == "" {
+				ns = nc.Namespace
+			}
+			if ns == nc.Namespace && r.ClusterRef.Name == nc.Name {
+				return nil, &SpecError{Field: field + ".clusterRef", Message: "names this NatsCluster itself: a remote is another cluster"}
+			}
+			remote.URLs = []string{GatewayURL(r.ClusterRef.Name, ns)}
+		case len(r.URLs) > 0:
+			for _, u := range r.URLs {
+				if err := checkConfigString(field+".urls entry", u); err != nil {
+					return nil, &SpecError{Field: field + ".urls", Message: err.Error()}
+				}
+			}
+			remote.URLs = r.URLs
+		default:
+			return nil, &SpecError{Field: field, Message: "names neither clusterRef nor urls"}
+		}
+		out.Gateways = append(out.Gateways, remote)
+	}
+	return out, nil
+}
+
+// canonical is GatewayRemotes of the block: "west=nats://a:7222,nats://b:7222;
+// advertise=gw.example.com:7222; reject_unknown_cluster" with the remotes
+// sorted by name and each remote's URLs sorted (nats-server picks among
+// them at random: their order is no fact).
+func (g *gatewayConfig) canonical() string {
+	remotes := slices.Clone(g.Gateways)
+	slices.SortFunc(remotes, func(a, b gatewayRemote) int { return strings.Compare(a.Name, b.Name) })
+	var parts []string
+	for _, r := range remotes {
+		parts = append(parts, r.Name+"="+strings.Join(slices.Sorted(slices.Values(r.URLs)), ","))
+	}
+	if g.Advertise != "" {
+		parts = append(parts, "advertise="+g.Advertise)
+	}
+	if g.RejectUnknownCluster {
+		parts = append(parts, "reject_unknown_cluster")
+	}
+	return strings.Join(parts, "; ")
+}
