@@ -134,7 +134,7 @@ func run(ctx context.Context, o options) error {
 	ctrl := controller.New(ctx, controller.Options{
 		KubeClient: kubeClient, NatsClient: natsClient, Informers: inf.Informers, Dynamic: dyn, Metrics: metrics,
 		ControllerNamespace: o.controllerNamespace, ReloadTimeout: o.reloadTimeout, RestRequeue: o.restRequeue, SystemUserLifetime: o.systemUserLifetime,
-		PauseBeforeStep: o.pauseBeforeStep,
+		PauseBeforeStep: o.pauseBeforeStep, LeaseNamespace: leaseNamespace(o),
 	})
 
 	// Caches fill whether or not this replica leads, so a new leader starts warm.
@@ -185,16 +185,7 @@ func runLeading(ctx context.Context, o options, kubeClient kubernetes.Interface,
 		}
 	}
 	id := fmt.Sprintf("%s_%d", host, os.Getpid())
-	ns := o.leaseNamespace
-	if ns == "" {
-		ns = os.Getenv("POD_NAMESPACE")
-	}
-	if nss := controller.ParseNamespaces(o.namespace); ns == "" && len(nss) == 1 {
-		ns = nss[0]
-	}
-	if ns == "" {
-		ns = "nats-system"
-	}
+	ns := leaseNamespace(o)
 	lock := &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Name: o.leaseName, Namespace: ns},
 		Client:     kubeClient.CoordinationV1(),
@@ -284,4 +275,21 @@ func healthServer(addr string, leader *leaderelection.HealthzAdaptor, ctrl *cont
 		}
 	})
 	return &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+}
+
+// leaseNamespace is where the controller holds its Leases (leader
+// election, the supercluster's turns): --leader-elect-namespace, else the
+// pod's namespace, else the one namespace of --namespace, else nats-system.
+func leaseNamespace(o options) string {
+	ns := o.leaseNamespace
+	if ns == "" {
+		ns = os.Getenv("POD_NAMESPACE")
+	}
+	if nss := controller.ParseNamespaces(o.namespace); ns == "" && len(nss) == 1 {
+		ns = nss[0]
+	}
+	if ns == "" {
+		ns = "nats-system"
+	}
+	return ns
 }

@@ -65,6 +65,7 @@ type Informers struct {
 type clusterObserver interface {
 	Observe(ctx context.Context, t observe.Target) *observe.Snapshot
 	System(ctx context.Context, t observe.Target) (*observe.SystemClient, error)
+	ViewRemoteMetaLeader(ctx context.Context, t observe.Target, snap *observe.Snapshot) bool
 	Forget(cluster string)
 	Close()
 }
@@ -119,6 +120,8 @@ type Controller struct {
 	// controllerNamespace is where the controller runs
 	// (Options.ControllerNamespace): NetworkPolicies admit monitoring from it.
 	controllerNamespace string
+	// leaseNamespace is where the supercluster Lease lives.
+	leaseNamespace string
 
 	// cachesSynced is set once every informer has synced (for /readyz).
 	cachesSynced sync.Once
@@ -140,6 +143,10 @@ type Options struct {
 	// ControllerNamespace is where the controller runs: NetworkPolicies
 	// admit monitoring from it (empty: DefaultControllerNamespace).
 	ControllerNamespace string
+	// LeaseNamespace is where the controller may hold Leases (its leader
+	// election's namespace): the supercluster Lease lives there (empty:
+	// DefaultControllerNamespace).
+	LeaseNamespace string
 	// ReloadTimeout is how long a reloaded server may take to report its
 	// new revision before the reload becomes a restart (0:
 	// DefaultReloadTimeout; --reload-timeout).
@@ -180,6 +187,7 @@ func New(ctx context.Context, o Options) *Controller {
 		ownWrites:           newOwnWrites(),
 		dynamic:             o.Dynamic,
 		controllerNamespace: o.ControllerNamespace,
+		leaseNamespace:      cmp.Or(o.LeaseNamespace, DefaultControllerNamespace),
 		reloadTimeout:       cmp.Or(o.ReloadTimeout, DefaultReloadTimeout),
 		restRequeue:         cmp.Or(o.RestRequeue, DefaultRestRequeue),
 		pauseBeforeStep:     o.PauseBeforeStep,

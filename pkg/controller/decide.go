@@ -236,11 +236,20 @@ func observation(snap *observe.Snapshot) rollout.Observation {
 		},
 		MetaLeader: snap.MetaLeader,
 	}
-	if leader, ok := snap.Server(snap.MetaLeader); ok {
+	leader, local := snap.Server(snap.MetaLeader)
+	if local {
 		obs.MetaMembers = leader.MetaMembers
 	}
 	for _, g := range snap.Groups {
 		if g.Kind == observe.GroupMeta && g.Leader != "" && g.Leader == snap.MetaLeader {
+			if !local {
+				// A leader in another cluster of the supercluster: its
+				// view, asked over $SYS, lists the members.
+				for _, m := range g.Members {
+					obs.MetaMembers = append(obs.MetaMembers, m.Name)
+				}
+				slices.Sort(obs.MetaMembers)
+			}
 			for _, m := range g.Members {
 				if m.Current && !m.Offline {
 					obs.MetaCurrent = append(obs.MetaCurrent, m.Name)

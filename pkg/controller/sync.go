@@ -122,6 +122,11 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	}
 	snap := c.observer.Observe(ctx, observeTarget(f))
 	p := decide(f, snap, c.decideOptions(now))
+	if f.nc.Spec.Gateway != nil && c.observer.ViewRemoteMetaLeader(ctx, p.reloadVia, snap) {
+		// The meta leader is a server of another cluster of the
+		// supercluster, asked over the $SYS access decide chose.
+		p = decide(f, snap, c.decideOptions(now))
+	}
 	decision := p.decision
 
 	// Write.
@@ -160,6 +165,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		c.objectsWritten(status, nc, w.failed)
 	}
 	c.trustCurrent(status, nc, p.out)
+	c.superclusterKeep(ctx, nc, decision)
 	c.metrics.recordDecision(key, decision, now.Time)
 	c.recordHoldTransition(nc, meta.FindStatusCondition(nc.Status.Conditions, clusterv1beta1.ConditionProgressing),
 		meta.FindStatusCondition(status.Conditions, clusterv1beta1.ConditionProgressing), notify)

@@ -50,6 +50,9 @@ func (fakeObserver) Forget(string)                                              
 func (fakeObserver) System(context.Context, observe.Target) (*observe.SystemClient, error) {
 	return nil, observe.ErrNoSystemCredentials
 }
+func (fakeObserver) ViewRemoteMetaLeader(context.Context, observe.Target, *observe.Snapshot) bool {
+	return false
+}
 func (fakeObserver) Close() {}
 
 type fixture struct {

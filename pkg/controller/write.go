@@ -146,8 +146,18 @@ func (c *Controller) writeAll(ctx context.Context, p *plan, r *writeResult) (*cl
 	}
 	if d.Step != nil {
 		var wait *disruptionWaitError
-		err := c.executeStep(ctx, p, d.Step, d.Progressing.Message)
+		var turn *superclusterWaitError
+		var err error
+		if nc.Spec.Gateway != nil && restarts(d.Step) {
+			err = c.superclusterTurn(ctx, nc, stepServer(d.Step))
+		}
+		if err == nil {
+			err = c.executeStep(ctx, p, d.Step, d.Progressing.Message)
+		}
 		switch {
+		case errors.As(err, &turn):
+			r.waiting = turn.Error()
+			klog.FromContext(ctx).Info("The step waits for another member of the supercluster", "server", turn.server, "holder", turn.holder)
 		case errors.As(err, &wait):
 			r.waiting = wait.Error()
 			klog.FromContext(ctx).Info("The step waits for the PodDisruptionBudget", "server", wait.server, "message", r.waiting)

@@ -258,8 +258,13 @@ func (o *Observer) Observe(ctx context.Context, t Target) *Snapshot {
 	for _, r := range reports {
 		snap.Servers = append(snap.Servers, buildServer(r, snap.Expected))
 	}
-	snap.Groups, snap.Streams = buildGroups(reports)
 	snap.MetaLeader = agreedMetaLeader(snap.Servers)
+	snap.reports = reports
+	if lead := o.remoteMetaLeader(ctx, t, reports, snap.MetaLeader); lead != nil {
+		// The leader's view of the meta group, for the groups alone.
+		snap.reports = append(snap.reports, lead)
+	}
+	snap.Groups, snap.Streams = buildGroups(snap.reports)
 	snap.Verdict = Judge(snap.Expected, snap.Servers, snap.Groups)
 	snap.Took = time.Since(start)
 	return snap
@@ -423,4 +428,67 @@ func (o *Observer) fetch(ctx context.Context, client *http.Client, url string, a
 		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
 	return body, nil
+}
+
+// ViewRemoteMetaLeader completes a snapshot whose servers all name a meta
+// leader in another cluster of the supercluster that Observe could not ask
+// (its Target had no $SYS access): it asks the leader through t's $SYS
+// and, when it answers, rebuilds the snapshot's groups and Verdict with
+// its view. It says whether it did.
+func (o *Observer) ViewRemoteMetaLeader(ctx context.Context, t Target, snap *Snapshot) bool {
+	if snap == nil || snap.MetaLeader == "" {
+		return false
+	}
+	for _, r := range snap.reports {
+		if r.reporter() == snap.MetaLeader {
+			return false
+		}
+	}
+	lead := o.remoteMetaLeader(ctx, t, snap.reports, snap.MetaLeader)
+	if lead == nil {
+		return false
+	}
+	snap.reports = append(snap.reports, lead)
+	snap.Groups, snap.Streams = buildGroups(snap.reports)
+	snap.Verdict = Judge(snap.Expected, snap.Servers, snap.Groups)
+	return true
+}
+
+// remoteMetaLeader asks, over $SYS, the meta leader every server names
+// when it is a server of another cluster of the supercluster (the servers
+// have a gateway, and none of them is the leader): only the leader's /jsz
+// lists the meta group's members and whether each is current, and its
+// monitoring port is another cluster's. Its answer is a report holding
+// that /jsz alone; nil when the leader is one of the cluster's servers, no
+// leader is agreed, or the leader cannot be asked (no $SYS access, no
+// answer): the Verdict then says the meta group has no leader the cluster
+// can see.
+func (o *Observer) remoteMetaLeader(ctx context.Context, t Target, reports []*report, leader string) *report {
+	if leader == "" {
+		return nil
+	}
+	gateway := false
+	for _, r := range reports {
+		if r.reporter() == leader {
+			return nil
+		}
+		gateway = gateway || (r.varz != nil && r.varz.Gateway.Name != "")
+	}
+	if !gateway {
+		return nil
+	}
+	sys, err := o.System(ctx, t)
+	if err != nil {
+		return nil
+	}
+	out, err := sys.Ping(ctx, PingJsz, leader)
+	if err != nil || len(out.Replies) != 1 || out.Replies[0].Error != "" {
+		return nil
+	}
+	jsz, err := decodeJsz(out.Replies[0].Data)
+	if err != nil || jsz.Meta == nil || jsz.Meta.Leader != leader {
+		return nil
+	}
+	jsz.Accounts = nil
+	return &report{addr: ServerAddr{Name: leader}, varz: &wireVarz{Name: leader}, jsz: []*wireJsz{jsz}}
 }

@@ -31,6 +31,9 @@ type Snapshot struct {
 	// Started is when the observation began; Took how long it lasted.
 	Started time.Time
 	Took    time.Duration
+	// reports are what the servers (and a meta leader of another cluster)
+	// answered, for ViewRemoteMetaLeader.
+	reports []*report
 }
 
 // Server is what one server reported about itself over its monitoring

@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -99,4 +100,44 @@ func (g *gatewayConfig) canonical() string {
 		parts = append(parts, "reject_unknown_cluster")
 	}
 	return strings.Join(parts, "; ")
+}
+
+// The CRD's patterns of spec.gateway, for a stored object that skipped
+// them.
+var (
+	gatewayNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]*$`)
+	gatewayURLRE  = regexp.MustCompile(`^(nats|tls)://[^\s/?#]+:[0-9]{1,5}$`)
+	advertiseRE   = regexp.MustCompile(`^[A-Za-z0-9.-]+:[0-9]{1,5}$`)
+)
+
+// validateStoredGateway refuses what the CRD refuses of spec.gateway.
+func validateStoredGateway(g *clusterv1beta1.GatewaySpec) error {
+	if g == nil {
+		return nil
+	}
+	if g.Name != "" && (len(g.Name) > 63 || !gatewayNameRE.MatchString(g.Name)) {
+		return &SpecError{Field: "spec.gateway.name", Message: fmt.Sprintf("%q must be at most 63 letters, digits, '-' and '_', starting with a letter or digit", g.Name)}
+	}
+	if g.Advertise != "" && !advertiseRE.MatchString(g.Advertise) {
+		return &SpecError{Field: "spec.gateway.advertise", Message: fmt.Sprintf("%q must be host:port", g.Advertise)}
+	}
+	seen := map[string]bool{}
+	for i, r := range g.Remotes {
+		field := fmt.Sprintf("spec.gateway.remotes[%d]", i)
+		switch {
+		case len(r.Name) == 0 || len(r.Name) > 63 || !gatewayNameRE.MatchString(r.Name):
+			return &SpecError{Field: field + ".name", Message: fmt.Sprintf("%q must be at most 63 letters, digits, '-' and '_', starting with a letter or digit", r.Name)}
+		case seen[r.Name]:
+			return &SpecError{Field: field, Message: fmt.Sprintf("a second remote named %q", r.Name)}
+		case (r.ClusterRef != nil) == (len(r.URLs) > 0):
+			return &SpecError{Field: field, Message: "a gateway remote names exactly one of clusterRef and urls"}
+		}
+		seen[r.Name] = true
+		for j, u := range r.URLs {
+			if !gatewayURLRE.MatchString(u) {
+				return &SpecError{Field: fmt.Sprintf("%s.urls[%d]", field, j), Message: fmt.Sprintf("%q must be nats://host:port or tls://host:port", u)}
+			}
+		}
+	}
+	return nil
 }

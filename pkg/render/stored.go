@@ -67,6 +67,9 @@ func validateStored(nc *clusterv1beta1.NatsCluster) error {
 	if err := validateStoredJetStream(s.JetStream); err != nil {
 		return err
 	}
+	if err := validateStoredGateway(s.Gateway); err != nil {
+		return err
+	}
 	if err := validateStoredTLS(s); err != nil {
 		return err
 	}

@@ -133,6 +133,15 @@ spec:
     resolver: Full
     accountTrustRefs:
       - name: demo-app
+  gateway:
+    name: demo-gw
+    remotes:
+      - name: west
+        clusterRef:
+          name: west
+          namespace: other
+      - name: far
+        urls: ["nats://far.example.com:7222"]
 `
 
 // edit changes a NatsCluster object.
@@ -248,6 +257,18 @@ var badClusters = []badCluster{
 	{name: "a lame duck grace period as long as the default duration is refused", edits: []edit{set("spec.lameDuck.gracePeriod", "30s")}, field: "spec.lameDuck.gracePeriod", reason: metav1.StatusReasonInvalid},
 	{name: "a lame duck grace period longer than the duration is refused", edits: []edit{set("spec.lameDuck", map[string]any{"duration": "40s", "gracePeriod": "1m"})}, field: "spec.lameDuck.gracePeriod", reason: metav1.StatusReasonInvalid},
 	{name: "an update to a lame duck grace period as long as the duration is refused", update: true, edits: []edit{set("spec.lameDuck", map[string]any{"duration": "45s", "gracePeriod": "45s"})}, field: "spec.lameDuck.gracePeriod", reason: metav1.StatusReasonInvalid},
+	{name: "a gateway remote with both clusterRef and urls is refused", edits: []edit{set("spec.gateway.remotes", []any{map[string]any{
+		"name": "west", "clusterRef": map[string]any{"name": "west"}, "urls": []any{"nats://w:7222"}}})}, field: "spec.gateway.remotes[0]", reason: metav1.StatusReasonInvalid},
+	{name: "a gateway remote with neither clusterRef nor urls is refused", edits: []edit{set("spec.gateway.remotes", []any{map[string]any{"name": "west"}})},
+		field: "spec.gateway.remotes[0]", reason: metav1.StatusReasonInvalid},
+	{name: "a gateway URL without a scheme and port is refused", edits: []edit{set("spec.gateway.remotes", []any{map[string]any{"name": "west", "urls": []any{"west.example.com"}}})},
+		field: "spec.gateway.remotes[0].urls[0]", reason: metav1.StatusReasonInvalid},
+	{name: "two gateway remotes of one name are refused", edits: []edit{set("spec.gateway.remotes", []any{
+		map[string]any{"name": "west", "urls": []any{"nats://a:7222"}}, map[string]any{"name": "west", "urls": []any{"nats://b:7222"}}})},
+		field: "spec.gateway.remotes[1]", reason: metav1.StatusReasonInvalid},
+	{name: "a gateway name with a space is refused", edits: []edit{set("spec.gateway.name", "demo gw")}, field: "spec.gateway.name", reason: metav1.StatusReasonInvalid},
+	{name: "a change of the gateway name is refused", update: true, edits: []edit{set("spec.gateway.name", "other")}, field: "spec.gateway.name", reason: metav1.StatusReasonInvalid},
+	{name: "an advertise address without a port is refused", edits: []edit{set("spec.gateway.advertise", "gw.example.com")}, field: "spec.gateway.advertise", reason: metav1.StatusReasonInvalid},
 	{name: "nats resources in spec.resources and the podTemplate are refused", edits: []edit{
 		set("spec.resources", map[string]any{"limits": map[string]any{"memory": "1Gi"}}),
 		set("spec.podTemplate.spec.containers", []any{map[string]any{"name": "nats", "resources": map[string]any{"limits": map[string]any{"memory": "2Gi"}}}}),

@@ -400,12 +400,47 @@ func genSpec(rng *rand.Rand, i int) map[string]any {
 	if ld := genLameDuck(i); ld != nil {
 		spec["lameDuck"] = ld
 	}
+	if gw := genGateway(i); gw != nil {
+		spec["gateway"] = gw
+	}
 	return map[string]any{
 		"apiVersion": "cluster.nats-operator.io/v1beta1",
 		"kind":       "NatsCluster",
 		"metadata":   map[string]any{"name": genName(rng, i)},
 		"spec":       spec,
 	}
+}
+
+// genGateway is the i-th spec's gateway (nil for half of the specs),
+// from a source of its own like genLameDuck.
+func genGateway(i int) map[string]any {
+	rng := rand.New(rand.NewPCG(uint64(i), 31))
+	if rng.IntN(2) == 0 {
+		return nil
+	}
+	gw := map[string]any{}
+	if rng.IntN(2) == 0 {
+		gw["name"] = "gw-" + strings.Repeat("x", rng.IntN(58))
+	}
+	var remotes []any
+	for k := range rng.IntN(4) {
+		name := fmt.Sprintf("remote-%d", k)
+		if rng.IntN(2) == 0 {
+			remotes = append(remotes, map[string]any{"name": name, "clusterRef": map[string]any{"name": name, "namespace": "other-" + name}})
+		} else {
+			remotes = append(remotes, map[string]any{"name": name, "urls": []any{"nats://" + name + ".example.com:7222", "tls://10.0.0.1:7522"}})
+		}
+	}
+	if len(remotes) > 0 {
+		gw["remotes"] = remotes
+	}
+	if rng.IntN(3) == 0 {
+		gw["advertise"] = "gateway.example.com:32022"
+	}
+	if rng.IntN(3) == 0 {
+		gw["rejectUnknownCluster"] = true
+	}
+	return gw
 }
 
 // genLameDuck is the i-th spec's lameDuck (nil for a third of the specs),

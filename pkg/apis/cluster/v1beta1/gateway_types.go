@@ -9,7 +9,7 @@ package v1beta1
 // Adding the gateway to a running cluster with JetStream, or removing it,
 // is held with OwnMetaGroup: the cluster's JetStream meta group and the
 // supercluster's would be two.
-// +kubebuilder:validation:XValidation:rule="(has(self.name) ? self.name : ”) == (has(oldSelf.name) ? oldSelf.name : ”)",message="spec.gateway.name cannot be changed: it is the cluster's name in the supercluster (nats-server's cluster.name), which every stream placement and every other cluster's remote names",fieldPath=".name"
+// +kubebuilder:validation:XValidation:rule="has(self.name) == has(oldSelf.name) && (!has(self.name) || self.name == oldSelf.name)",message="spec.gateway.name cannot be changed: it is the cluster's name in the supercluster (nats-server's cluster.name), which every stream placement and every other cluster's remote names",fieldPath=".name"
 type GatewaySpec struct {
 	// name is the gateway's name, which nats-server makes the cluster's name
 	// too (cluster.name): what other clusters' remotes name and streams are

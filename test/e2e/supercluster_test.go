@@ -1,0 +1,290 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nats-operator/nats-operator/internal/poll"
+	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
+	"github.com/nats-operator/nats-operator/test/framework"
+)
+
+var (
+	nsSuperEast = framework.SharedNamespace("supercluster-east")
+	nsSuperWest = framework.SharedNamespace("supercluster-west")
+)
+
+// superclusterMember edits the example JetStream cluster into the
+// NatsCluster name with a gateway to the NatsCluster remote of namespace
+// remoteNS, on version.
+func superclusterMember(name, version, remote, remoteNS string) func(*unstructured.Unstructured) {
+	return func(o *unstructured.Unstructured) {
+		if o.GetKind() != "NatsCluster" {
+			return
+		}
+		o.SetName(name)
+		_ = unstructured.SetNestedField(o.Object, version, "spec", "version")
+		_ = unstructured.SetNestedSlice(o.Object, []any{map[string]any{
+			"name": remote, "clusterRef": map[string]any{"name": remote, "namespace": remoteNS},
+		}}, "spec", "gateway", "remotes")
+	}
+}
+
+// waitGatewaysConnected waits for GatewaysConnected True naming the remote.
+func waitGatewaysConnected(ctx context.Context, t *testing.T, s *framework.Stack, ns, name, remote string) *metav1.Condition {
+	t.Helper()
+	var cond *metav1.Condition
+	poll.Eventually(t, 3*time.Minute, 250*time.Millisecond, "GatewaysConnected of "+ns+"/"+name, func() error {
+		nc, err := s.Cluster(ctx, ns, name)
+		if err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(nc.Status.Conditions, clusterv1beta1.ConditionGatewaysConnected)
+		if c == nil {
+			return errors.New("no GatewaysConnected condition")
+		}
+		if c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, remote) {
+			return fmt.Errorf("GatewaysConnected %s %s: %s", c.Status, c.Reason, c.Message)
+		}
+		for _, srv := range nc.Status.Servers {
+			if !strings.Contains(strings.Join(srv.Gateways, ","), remote) {
+				return fmt.Errorf("status.servers %s has gateways %v", srv.Name, srv.Gateways)
+			}
+		}
+		cond = c
+		return nil
+	})
+	return cond
+}
+
+// Two NatsClusters, east and west (3 servers each, JetStream, each in a
+// namespace of its own), joined by gateways that reference each other:
+// GatewaysConnected is True on both, naming the other, and every server
+// lists the other cluster in status.servers[].gateways. An R3 stream
+// placed in west (placement cluster west) is written by a publisher
+// connected to east's servers only, its messages crossing the gateway,
+// while east rolls 2.15.1 -> 2.15.2: the rollout completes, no
+// acknowledged message is lost, no server of west restarts, and at no
+// moment are two servers of the supercluster silent (the tracker samples
+// both clusters every 100 ms). Then both are changed to 2.15.1 at the
+// same moment: both finish, and no server of one is out while a server of
+// the other is (the supercluster Lease makes them take turns).
+func TestSuperclusterOfTwoNatsClusters(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
+	defer cancel()
+	east := framework.Shared(ctx, t, nsSuperEast)
+	west := framework.Shared(ctx, t, nsSuperWest)
+	west.ApplyExample(ctx, t, nsSuperWest, "natscluster-jetstream.yaml", superclusterMember("west", "2.15.2", "east", nsSuperEast))
+	east.ApplyExample(ctx, t, nsSuperEast, "natscluster-jetstream.yaml", superclusterMember("east", "2.15.1", "west", nsSuperWest))
+	east.WaitSettledUpToDate(ctx, t, nsSuperEast, "east", 5*time.Minute)
+	west.WaitSettledUpToDate(ctx, t, nsSuperWest, "west", 5*time.Minute)
+	ce := waitGatewaysConnected(ctx, t, east, nsSuperEast, "east", "west")
+	cw := waitGatewaysConnected(ctx, t, west, nsSuperWest, "west", "east")
+	t.Logf("east: GatewaysConnected %s: %s; west: GatewaysConnected %s: %s", ce.Reason, ce.Message, cw.Reason, cw.Message)
+
+	eastURLs := east.PodURLs(ctx, t, nsSuperEast, "east")
+	conn := framework.Connect(t, eastURLs)
+	js, err := jetstream.New(conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	poll.Eventually(t, 2*time.Minute, time.Second, "the stream ORDERS placed in west, created through east", func() error {
+		_, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"ORDERS.>"}, Replicas: 3,
+			Storage: jetstream.FileStorage, Placement: &jetstream.Placement{Cluster: "west"}})
+		return err
+	})
+	info, err := js.Stream(ctx, "ORDERS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := info.CachedInfo().Cluster; c == nil || c.Name != "west" || !strings.HasPrefix(c.Leader, "west-") {
+		t.Fatalf("the stream ORDERS is not in west: %+v", c)
+	}
+	pub := framework.StartPublisher(ctx, js, "ORDERS.new")
+	poll.Eventually(t, time.Minute, 100*time.Millisecond, "the publisher on east to get 200 acknowledgements", func() error {
+		if n, attempts, failures, err := pub.Stats(); n < 200 {
+			return fmt.Errorf("%d acked, %d attempts, %d failed, last error %v", n, attempts, failures, err)
+		}
+		return nil
+	})
+
+	eastServers, westServers := []string{"east-0", "east-1", "east-2"}, []string{"west-0", "west-1", "west-2"}
+	westUIDs := west.PodUIDs(ctx, nsSuperWest, "west-0-0", "west-1-0", "west-2-0")
+	te, err := east.StartTracker(ctx, nsSuperEast, "east", eastServers, 100*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer te.Stop()
+	tw, err := west.StartTracker(ctx, nsSuperWest, "west", westServers, 100*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tw.Stop()
+
+	applied := time.Now()
+	if _, err := east.Nats.ClusterV1beta1().NatsClusters(nsSuperEast).Patch(ctx, "east", types.MergePatchType, []byte(`{"spec":{"version":"2.15.2"}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	poll.Eventually(t, 10*time.Minute, time.Second, "east on 2.15.2, up to date", func() error {
+		nc, err := east.Cluster(ctx, nsSuperEast, "east")
+		if err != nil {
+			return err
+		}
+		p := meta.FindStatusCondition(nc.Status.Conditions, clusterv1beta1.ConditionProgressing)
+		if nc.Status.Version != "2.15.2" || p == nil || p.Reason != clusterv1beta1.ReasonUpToDate || p.ObservedGeneration != nc.Generation {
+			return fmt.Errorf("version %q, Progressing %+v", nc.Status.Version, p)
+		}
+		return nil
+	})
+	t.Logf("east rolled to 2.15.2 in %s", time.Since(applied).Round(time.Second))
+	te.Stop()
+	tw.Stop()
+
+	acked := pub.Stop()
+	reader := &framework.StreamReader{Stream: "ORDERS"}
+	poll.Eventually(t, 2*time.Minute, time.Second, "reading ORDERS back through east", func() error {
+		c, err := nats.Connect(strings.Join(eastURLs, ","), nats.Timeout(2*time.Second))
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		fresh, err := jetstream.New(c)
+		if err != nil {
+			return err
+		}
+		return reader.Read(ctx, fresh)
+	})
+	lost := 0
+	for id := range acked {
+		if !reader.IDs[id] {
+			lost++
+		}
+	}
+	t.Logf("publisher on east writing ORDERS in west: %d acknowledged; the stream holds %d; lost %d", len(acked), reader.Total, lost)
+	if lost != 0 {
+		t.Errorf("%d acknowledged messages are missing from ORDERS", lost)
+	}
+	for pod, uid := range west.PodUIDs(ctx, nsSuperWest, "west-0-0", "west-1-0", "west-2-0") {
+		if westUIDs[pod] != uid {
+			t.Errorf("west's pod %s was replaced (UID %s -> %s): only east changed", pod, westUIDs[pod], uid)
+		}
+	}
+	for pod, uids := range te.UIDs() {
+		if len(uids) != 2 {
+			t.Errorf("east's pod %s had %d UIDs %v, want 2 (restarted exactly once)", pod, len(uids), uids)
+		}
+	}
+	silentSamples := 0
+	for _, o := range te.Observations() {
+		if len(o.Silent) > 1 {
+			t.Errorf("at %s, east's %v were silent at once", o.At.Format(time.RFC3339Nano), o.Silent)
+		}
+		if len(o.Silent) > 0 {
+			silentSamples++
+		}
+	}
+	for _, o := range tw.Observations() {
+		if len(o.Silent) > 0 {
+			t.Errorf("at %s, west's %v were silent while only east rolled", o.At.Format(time.RFC3339Nano), o.Silent)
+		}
+	}
+	t.Logf("%d samples of east (%d with one server silent) and %d of west (none silent)", len(te.Observations()), silentSamples, len(tw.Observations()))
+
+	// Both members changed at the same moment: they take turns.
+	simultaneousVersionChanges(ctx, t, east, west)
+}
+
+// downIntervals are the times each stepped pod of a tracker was out: from
+// its deletion to its successor's first Ready.
+func downIntervals(t *testing.T, tr *framework.Tracker) [][2]time.Time {
+	t.Helper()
+	var out [][2]time.Time
+	for _, d := range tr.Deletions() {
+		back, ok := tr.ReadyAfter(d.Pod, d.UID, d.At)
+		if !ok {
+			t.Errorf("pod %s deleted at %s was not Ready again", d.Pod, d.At.Format(time.RFC3339Nano))
+			continue
+		}
+		out = append(out, [2]time.Time{d.At, back})
+	}
+	return out
+}
+
+// simultaneousVersionChanges patches east and west to 2.15.1 at once:
+// both finish, each restarting its servers once, and no server of one is
+// out (deleted, its successor not Ready yet) while a server of the other
+// is; the one that waits says why in Progressing.
+func simultaneousVersionChanges(ctx context.Context, t *testing.T, east, west *framework.Stack) {
+	te, err := east.StartTracker(ctx, nsSuperEast, "east", []string{"east-0", "east-1", "east-2"}, 100*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer te.Stop()
+	tw, err := west.StartTracker(ctx, nsSuperWest, "west", []string{"west-0", "west-1", "west-2"}, 100*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tw.Stop()
+	patch := []byte(`{"spec":{"version":"2.15.1"}}`)
+	applied := time.Now()
+	for _, m := range []struct {
+		s        *framework.Stack
+		ns, name string
+	}{{east, nsSuperEast, "east"}, {west, nsSuperWest, "west"}} {
+		go func() {
+			if _, err := m.s.Nats.ClusterV1beta1().NatsClusters(m.ns).Patch(ctx, m.name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+				t.Errorf("patching %s: %v", m.name, err)
+			}
+		}()
+	}
+	waited := ""
+	poll.Eventually(t, 15*time.Minute, 500*time.Millisecond, "east and west on 2.15.1, up to date", func() error {
+		for _, m := range []struct {
+			s        *framework.Stack
+			ns, name string
+		}{{east, nsSuperEast, "east"}, {west, nsSuperWest, "west"}} {
+			nc, err := m.s.Cluster(ctx, m.ns, m.name)
+			if err != nil {
+				return err
+			}
+			p := meta.FindStatusCondition(nc.Status.Conditions, clusterv1beta1.ConditionProgressing)
+			if p != nil && strings.Contains(p.Message, "which is rolling out") && waited == "" {
+				waited = m.name + ": " + p.Message
+			}
+			if nc.Status.Version != "2.15.1" || p == nil || p.Reason != clusterv1beta1.ReasonUpToDate || p.ObservedGeneration != nc.Generation {
+				return fmt.Errorf("%s: version %q, Progressing %+v", m.name, nc.Status.Version, p)
+			}
+		}
+		return nil
+	})
+	t.Logf("east and west rolled to 2.15.1 together in %s; the one that waited: %s", time.Since(applied).Round(time.Second), waited)
+	te.Stop()
+	tw.Stop()
+	de, dw := downIntervals(t, te), downIntervals(t, tw)
+	if len(de) != 3 || len(dw) != 3 {
+		t.Errorf("east restarted %d servers and west %d, want 3 each", len(de), len(dw))
+	}
+	for _, a := range de {
+		for _, b := range dw {
+			if a[0].Before(b[1]) && b[0].Before(a[1]) {
+				t.Errorf("a server of east was out from %s to %s and one of west from %s to %s: two servers of the supercluster down at once",
+					a[0].Format(time.RFC3339Nano), a[1].Format(time.RFC3339Nano), b[0].Format(time.RFC3339Nano), b[1].Format(time.RFC3339Nano))
+			}
+		}
+	}
+	if waited == "" {
+		t.Log("no status sample caught the waiting member's message (it is written between samples)")
+	}
+}
