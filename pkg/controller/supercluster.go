@@ -76,7 +76,7 @@ func (c *Controller) superclusterTurn(ctx context.Context, nc *clusterv1beta1.Na
 		seconds := int32(superclusterLeaseDuration / time.Second)
 		_, err = leases.Create(ctx, &coordinationv1.Lease{
 			ObjectMeta: metav1.ObjectMeta{Name: SuperclusterLeaseName, Namespace: c.leaseNamespace},
-			Spec:       coordinationv1.LeaseSpec{HolderIdentity: &me, LeaseDurationSeconds: &seconds, AcquireTime: &now, RenewTime: &now},
+			Spec:       coordinationv1.LeaseSpec{HolderIdentity: &me, LeaseDurationSeconds: &seconds, AcquireTime: &now, RenewTime: &now, LeaseTransitions: new(int32(1))},
 		}, metav1.CreateOptions{FieldManager: FieldManager})
 		c.countWrite("leases", "create")
 		if apierrors.IsAlreadyExists(err) {
@@ -92,6 +92,11 @@ func (c *Controller) superclusterTurn(ctx context.Context, nc *clusterv1beta1.Na
 	}
 	if leaseHolder(l) != me {
 		l.Spec.AcquireTime = &now
+		transitions := int32(1)
+		if l.Spec.LeaseTransitions != nil {
+			transitions += *l.Spec.LeaseTransitions
+		}
+		l.Spec.LeaseTransitions = &transitions
 	}
 	l.Spec.HolderIdentity, l.Spec.RenewTime = &me, &now
 	seconds := int32(superclusterLeaseDuration / time.Second)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/nats-operator/nats-operator/internal/poll"
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
+	"github.com/nats-operator/nats-operator/pkg/controller"
 	"github.com/nats-operator/nats-operator/test/framework"
 )
 
@@ -286,5 +287,87 @@ func simultaneousVersionChanges(ctx context.Context, t *testing.T, east, west *f
 	}
 	if waited == "" {
 		t.Log("no status sample caught the waiting member's message (it is written between samples)")
+	}
+	// Both took their turn and gave it up: east's first rollout took the
+	// Lease once, the two here at least once each.
+	l, err := east.Kube.CoordinationV1().Leases("nats-system").Get(ctx, controller.SuperclusterLeaseName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the supercluster Lease: %v", err)
+	}
+	holder, turns := "", int32(0)
+	if l.Spec.HolderIdentity != nil {
+		holder = *l.Spec.HolderIdentity
+	}
+	if l.Spec.LeaseTransitions != nil {
+		turns = *l.Spec.LeaseTransitions
+	}
+	t.Logf("the supercluster Lease: holder %q, %d turns taken", holder, turns)
+	if holder != "" || turns < 3 {
+		t.Errorf("the supercluster Lease has holder %q and %d turns, want none once both are up to date and at least 3 turns", holder, turns)
+	}
+}
+
+var nsJoinHeld = framework.SharedNamespace("supercluster-join")
+
+// A running 3-server JetStream cluster with a stream of its own, given
+// spec.gateway referencing east of the supercluster, is held with
+// OwnMetaGroup naming its meta leader, its stream and the remote, and the
+// way out; no pod is restarted, restart-all does not release it, and
+// removing spec.gateway again leaves the cluster up to date.
+func TestJoiningASuperclusterWithStreamsOfItsOwnIsHeld(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	s := framework.Shared(ctx, t, nsJoinHeld)
+	s.ApplyExample(ctx, t, nsJoinHeld, "natscluster-jetstream.yaml", nil)
+	s.WaitSettledUpToDate(ctx, t, nsJoinHeld, "demo", 3*time.Minute)
+	conn := framework.Connect(t, s.PodURLs(ctx, t, nsJoinHeld, "demo"))
+	js, err := jetstream.New(conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	framework.CreateStream(ctx, t, js, "ORDERS", 3)
+	pods := []string{"demo-0-0", "demo-1-0", "demo-2-0"}
+	uids := s.PodUIDs(ctx, nsJoinHeld, pods...)
+
+	join := fmt.Sprintf(`{"metadata":{"annotations":{%q:""}},"spec":{"gateway":{"remotes":[{"name":"east","clusterRef":{"name":"east","namespace":%q}}]}}}`,
+		clusterv1beta1.AnnotationRestartAll, nsSuperEast)
+	if _, err := s.Nats.ClusterV1beta1().NatsClusters(nsJoinHeld).Patch(ctx, "demo", types.MergePatchType, []byte(join), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var held *metav1.Condition
+	poll.Eventually(t, 2*time.Minute, 250*time.Millisecond, "Progressing=False OwnMetaGroup", func() error {
+		nc, err := s.Cluster(ctx, nsJoinHeld, "demo")
+		if err != nil {
+			return err
+		}
+		p := meta.FindStatusCondition(nc.Status.Conditions, clusterv1beta1.ConditionProgressing)
+		if p == nil || p.Reason != clusterv1beta1.ReasonOwnMetaGroup || p.ObservedGeneration != nc.Generation {
+			return fmt.Errorf("Progressing %+v", p)
+		}
+		held = p
+		return nil
+	})
+	t.Logf("held: %s", held.Message)
+	for _, want := range []string{"adding the gateway cannot be done on a running cluster with JetStream", "it holds 1 stream (ORDERS in the global account)",
+		"the supercluster of east has another", "Remove spec.gateway to go back"} {
+		if !strings.Contains(held.Message, want) {
+			t.Errorf("the hold's message does not say %q", want)
+		}
+	}
+	time.Sleep(10 * time.Second) // long enough for a step the hold should not take
+	for pod, uid := range s.PodUIDs(ctx, nsJoinHeld, pods...) {
+		if uids[pod] != uid {
+			t.Errorf("pod %s was restarted under the hold", pod)
+		}
+	}
+	if _, err := s.Nats.ClusterV1beta1().NatsClusters(nsJoinHeld).Patch(ctx, "demo", types.MergePatchType, []byte(`{"spec":{"gateway":null}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s.WaitSettledUpToDate(ctx, t, nsJoinHeld, "demo", 2*time.Minute)
+	for pod, uid := range s.PodUIDs(ctx, nsJoinHeld, pods...) {
+		if uids[pod] != uid {
+			t.Errorf("pod %s was restarted going back", pod)
+		}
 	}
 }
