@@ -49,6 +49,9 @@ func (c *Controller) observedStatus(status *clusterv1beta1.NatsClusterStatus, f 
 			if nc.Spec.Gateway != nil {
 				s.Gateways = srv.Gateways
 			}
+			if nc.Spec.LeafNodes != nil && len(nc.Spec.LeafNodes.Remotes) > 0 {
+				s.Leafnodes = srv.LeafRemotes
+			}
 		}
 		if s.Version == "" || (version != "" && s.Version != version) {
 			sameVersion = false
@@ -65,6 +68,7 @@ func (c *Controller) observedStatus(status *clusterv1beta1.NatsClusterStatus, f 
 	v := snap.Verdict
 	c.setCondition(status, nc, clusterv1beta1.ConditionSettled, v.Status, v.Reason, v.Message)
 	c.gatewaysConnected(status, nc, f, snap)
+	c.leafnodesConnected(status, nc, f, snap)
 
 	if nc.Spec.JetStream != nil {
 		status.JetStream = &clusterv1beta1.JetStreamStatus{
@@ -165,4 +169,38 @@ func (c *Controller) gatewaysConnected(status *clusterv1beta1.NatsClusterStatus,
 		c.setCondition(status, nc, clusterv1beta1.ConditionGatewaysConnected, metav1.ConditionTrue, clusterv1beta1.ReasonAllGatewaysConnected,
 			fmt.Sprintf("every server has a gateway to %s", strings.Join(clusters, ", ")))
 	}
+}
+
+// leafnodesConnected sets LeafnodesConnected with spec.leafnodes.remotes
+// (and removes it without): True when every server answered and has a leaf
+// connection per remote; False LeafnodesDisconnected naming each server
+// and how many it has.
+func (c *Controller) leafnodesConnected(status *clusterv1beta1.NatsClusterStatus, nc *clusterv1beta1.NatsCluster, f *facts, snap *observe.Snapshot) {
+	l := nc.Spec.LeafNodes
+	if l == nil || len(l.Remotes) == 0 {
+		meta.RemoveStatusCondition(&status.Conditions, clusterv1beta1.ConditionLeafnodesConnected)
+		return
+	}
+	want := len(l.Remotes)
+	var missing []string
+	for _, so := range f.servers {
+		srv, ok := snap.Server(so.name)
+		switch {
+		case !ok || !srv.Answered:
+			missing = append(missing, so.name+" does not answer")
+		case len(srv.LeafRemotes) < want:
+			missing = append(missing, fmt.Sprintf("%s has %d of %d leaf connections", so.name, len(srv.LeafRemotes), want))
+		}
+	}
+	if len(missing) > 0 {
+		c.setCondition(status, nc, clusterv1beta1.ConditionLeafnodesConnected, metav1.ConditionFalse, clusterv1beta1.ReasonLeafnodesDisconnected,
+			strings.Join(missing, "; "))
+		return
+	}
+	names := make([]string, len(l.Remotes))
+	for i, r := range l.Remotes {
+		names[i] = r.Name
+	}
+	c.setCondition(status, nc, clusterv1beta1.ConditionLeafnodesConnected, metav1.ConditionTrue, clusterv1beta1.ReasonAllLeafnodesConnected,
+		fmt.Sprintf("every server has a leaf connection to each remote (%s)", strings.Join(names, ", ")))
 }

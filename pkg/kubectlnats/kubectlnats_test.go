@@ -222,3 +222,22 @@ func TestStatusShowsTheFaultTolerance(t *testing.T) {
 		t.Errorf("status screen:\n%s\nwant \"tolerates    1 server down\"", out.String())
 	}
 }
+
+// status lists, under each server, the clusters it has a gateway to and
+// the hub servers it is a leaf of, from status.servers.
+func TestStatusShowsGatewaysAndLeafnodesPerServer(t *testing.T) {
+	v := &StatusView{Cluster: "east", Servers: []ServerView{
+		{Name: "east-0", Ready: true, Gateways: []string{"north", "west"}, Leafnodes: []string{"hub-1"}},
+		{Name: "east-1", Ready: true},
+	}}
+	var out bytes.Buffer
+	printStatus(&out, v, time.Now())
+	for _, want := range []string{"east-0 ", "  gateways to: north, west\n", "  leaf of: hub-1\n"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("status screen:\n%s\nwant %q", out.String(), want)
+		}
+	}
+	if strings.Count(out.String(), "gateways to:") != 1 {
+		t.Errorf("status screen:\n%s\nwant one gateways line (east-1 has none)", out.String())
+	}
+}

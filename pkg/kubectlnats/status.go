@@ -53,6 +53,10 @@ type ServerView struct {
 	// CatchingUp are the groups it is a lagging member of: "stream $G/ORDERS lag 12".
 	CatchingUp   []string `json:"catchingUp,omitempty"`
 	StartProblem string   `json:"startProblem,omitempty"`
+	// Gateways and Leafnodes are, from status.servers, the clusters it has
+	// a gateway to and the hub servers it is a leaf of.
+	Gateways  []string `json:"gateways,omitempty"`
+	Leafnodes []string `json:"leafnodes,omitempty"`
 }
 
 // EventView is one Event of the NatsCluster.
@@ -149,7 +153,8 @@ func statusView(ctx context.Context, kube kubernetes.Interface, nats versioned.I
 	}
 	v.Observed = snap != nil && snap.Verdict.Reason != clusterv1beta1.ReasonObservationFailed
 	for _, st := range nc.Status.Servers {
-		sv := ServerView{Name: st.Name, Ready: st.Ready, Version: st.Version, Revision: st.ConfigRevision, StartProblem: st.StartProblem}
+		sv := ServerView{Name: st.Name, Ready: st.Ready, Version: st.Version, Revision: st.ConfigRevision, StartProblem: st.StartProblem,
+			Gateways: st.Gateways, Leafnodes: st.Leafnodes}
 		if snap != nil {
 			if srv, ok := snap.Server(st.Name); ok && srv.Answered {
 				sv.Answered, sv.Routes, sv.MetaLeader = true, srv.Routes, snap.MetaLeader == st.Name
@@ -250,6 +255,12 @@ func printStatus(w io.Writer, v *StatusView, now time.Time) {
 		}
 		if s.StartProblem != "" {
 			fmt.Fprintf(w, "  cannot start: %s\n", wrap(s.StartProblem, 62, "                "))
+		}
+		if len(s.Gateways) > 0 {
+			fmt.Fprintf(w, "  gateways to: %s\n", strings.Join(s.Gateways, ", "))
+		}
+		if len(s.Leafnodes) > 0 {
+			fmt.Fprintf(w, "  leaf of: %s\n", strings.Join(s.Leafnodes, ", "))
 		}
 	}
 	if js := v.JetStream; js != nil && js.FaultTolerance != nil {

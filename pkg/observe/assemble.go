@@ -16,6 +16,7 @@ type report struct {
 	routez   *wireRoutez
 	healthz  *wireHealthz
 	gatewayz *wireGatewayz
+	leafz    *wireLeafz
 	// fatal makes the server count as silent (varz or jsz failed).
 	fatal string
 	// soft lists failures of the endpoints that are not essential.
@@ -89,6 +90,19 @@ func buildServer(r *report, expected []string) Server {
 			}
 		}
 		slices.Sort(s.Gateways)
+	}
+	if l := r.leafz; l != nil {
+		for _, leaf := range l.Leafs {
+			if leaf == nil {
+				continue
+			}
+			if leaf.IsSpoke {
+				s.LeafRemotes = append(s.LeafRemotes, leaf.Name)
+			} else {
+				s.LeafsAccepted++
+			}
+		}
+		slices.Sort(s.LeafRemotes)
 	}
 	if h := r.healthz; h != nil {
 		s.Healthy = h.Status == "ok"

@@ -286,7 +286,8 @@ func agreedMetaLeader(servers []Server) string {
 }
 
 // ask queries one server: /varz first (a silent server stops there), then
-// /jsz (paged), /routez, /healthz and, with gateways, /gatewayz in parallel.
+// /jsz (paged), /routez, /healthz and, with gateways, /gatewayz, with
+// leaf nodes /leafz, in parallel.
 func (o *Observer) ask(ctx context.Context, client *http.Client, a ServerAddr) *report {
 	r := &report{addr: a}
 	if a.Host == "" {
@@ -320,47 +321,30 @@ func (o *Observer) ask(ctx context.Context, client *http.Client, a ServerAddr) *
 		}
 	)
 	wg.Go(func() { r.jsz, jszErr = o.jsz(ctx, client, base) })
-	wg.Go(func() {
-		b, err := o.get(ctx, client, base+"/routez")
-		if err == nil {
-			var rz *wireRoutez
-			if rz, err = decodeRoutez(b); err == nil {
-				mu.Lock()
-				r.routez = rz
-				mu.Unlock()
-				return
-			}
-		}
-		softErr("/routez", err)
-	})
-	wg.Go(func() {
-		// /healthz answers 503 with a JSON body when unhealthy: keep it.
-		b, err := o.getAny(ctx, client, base+"/healthz")
-		if err == nil {
-			var hz *wireHealthz
-			if hz, err = decodeHealthz(b); err == nil {
-				mu.Lock()
-				r.healthz = hz
-				mu.Unlock()
-				return
-			}
-		}
-		softErr("/healthz", err)
-	})
-	if r.varz.Gateway.Name != "" {
+	// soft reads one endpoint that is not essential: fetch (o.get, or
+	// o.getAny for one whose error status has a body), decode, and keep
+	// it under mu, or note the failure.
+	soft := func(endpoint string, fetch func(context.Context, *http.Client, string) ([]byte, error), keep func([]byte) error) {
 		wg.Go(func() {
-			b, err := o.get(ctx, client, base+"/gatewayz")
+			b, err := fetch(ctx, client, base+endpoint)
 			if err == nil {
-				var gz *wireGatewayz
-				if gz, err = decodeGatewayz(b); err == nil {
-					mu.Lock()
-					r.gatewayz = gz
-					mu.Unlock()
-					return
-				}
+				mu.Lock()
+				err = keep(b)
+				mu.Unlock()
 			}
-			softErr("/gatewayz", err)
+			if err != nil {
+				softErr(endpoint, err)
+			}
 		})
+	}
+	soft("/routez", o.get, func(b []byte) (err error) { r.routez, err = decodeRoutez(b); return err })
+	// /healthz answers 503 with a JSON body when unhealthy: keep it.
+	soft("/healthz", o.getAny, func(b []byte) (err error) { r.healthz, err = decodeHealthz(b); return err })
+	if r.varz.Gateway.Name != "" {
+		soft("/gatewayz", o.get, func(b []byte) (err error) { r.gatewayz, err = decodeGatewayz(b); return err })
+	}
+	if r.varz.Leaf.Port != 0 || len(r.varz.Leaf.Remotes) > 0 {
+		soft("/leafz", o.get, func(b []byte) (err error) { r.leafz, err = decodeLeafz(b); return err })
 	}
 	wg.Wait()
 	if jszErr != nil {

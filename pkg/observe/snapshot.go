@@ -73,6 +73,12 @@ type Server struct {
 	// Gateways lists the remote gateways (clusters) with an outbound
 	// connection, sorted; empty without gateways.
 	Gateways []string
+	// LeafRemotes are the servers this server has a leaf connection to as
+	// a leaf (it dialled them: /leafz is_spoke), sorted, one per
+	// connection; LeafsAccepted counts the leaf connections it accepted as
+	// a hub. Both empty without leaf nodes.
+	LeafRemotes   []string
+	LeafsAccepted int
 	// Healthy is true when /healthz answered status ok; HealthError says
 	// what /healthz reported otherwise.
 	Healthy     bool

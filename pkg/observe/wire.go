@@ -27,6 +27,10 @@ type wireVarz struct {
 	Gateway struct {
 		Name string `json:"name"`
 	} `json:"gateway"`
+	Leaf struct {
+		Port    int        `json:"port"`
+		Remotes []struct{} `json:"remotes"`
+	} `json:"leaf"`
 	TrustedOperatorsClaim []*wireOperatorClaim `json:"trusted_operators_claim"`
 	SystemAccount         string               `json:"system_account"`
 }
@@ -126,6 +130,15 @@ type wireGatewayz struct {
 	} `json:"outbound_gateways"`
 }
 
+// wireLeafz is the subset of /leafz we read.
+type wireLeafz struct {
+	Leafs []*struct {
+		Name    string `json:"name"`
+		IsSpoke bool   `json:"is_spoke"`
+		Account string `json:"account"`
+	} `json:"leafs"`
+}
+
 func decode[T any](endpoint string, b []byte) (*T, error) {
 	v := new(T)
 	if err := json.Unmarshal(b, v); err != nil {
@@ -139,3 +152,4 @@ func decodeJsz(b []byte) (*wireJsz, error)           { return decode[wireJsz]("/
 func decodeRoutez(b []byte) (*wireRoutez, error)     { return decode[wireRoutez]("/routez", b) }
 func decodeHealthz(b []byte) (*wireHealthz, error)   { return decode[wireHealthz]("/healthz", b) }
 func decodeGatewayz(b []byte) (*wireGatewayz, error) { return decode[wireGatewayz]("/gatewayz", b) }
+func decodeLeafz(b []byte) (*wireLeafz, error)       { return decode[wireLeafz]("/leafz", b) }

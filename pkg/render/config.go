@@ -61,6 +61,7 @@ type serverConfig struct {
 	LameDuckGracePeriod string            `json:"lame_duck_grace_period"`
 	Cluster             clusterConfig     `json:"cluster"`
 	Gateway             *gatewayConfig    `json:"gateway,omitempty"`
+	LeafNodes           *leafNodesConfig  `json:"leafnodes,omitempty"`
 	JetStream           *jetStreamConfig  `json:"jetstream,omitempty"`
 	ServerTags          []string          `json:"server_tags,omitempty"`
 	Accounts            *accountsConfig   `json:"accounts,omitempty"`
@@ -154,6 +155,7 @@ type sharedConfig struct {
 	// cluster.name (the gateway name with a gateway: nats-server requires
 	// them equal).
 	gateway     *gatewayConfig
+	leafNodes   *leafNodesConfig
 	clusterName string
 	// lameDuckDuration and lameDuckGracePeriod are as nats.conf holds
 	// them (time.Duration's String: 30s, 1m30s, 1.5s).
@@ -172,6 +174,9 @@ func newSharedConfig(nc *clusterv1beta1.NatsCluster, trust *validTrust, systemUs
 	}
 	s.seeds = min(nc.Spec.Replicas, SeedServers)
 	if s.gateway, err = gatewayOf(nc); err != nil {
+		return nil, err
+	}
+	if s.leafNodes, err = leafNodesOf(nc); err != nil {
 		return nil, err
 	}
 	s.clusterName = nc.Name
@@ -233,6 +238,7 @@ func (s *sharedConfig) server(nc *clusterv1beta1.NatsCluster, ordinal int32, ope
 			Routes: s.routes[:max(s.seeds, ordinal+1)],
 		},
 		Gateway:    s.gateway,
+		LeafNodes:  s.leafNodes,
 		JetStream:  s.jetStream,
 		ServerTags: s.tags,
 		Accounts:   s.accounts,

@@ -80,6 +80,12 @@ type Facts struct {
 	// advertise address and reject_unknown_cluster; empty without a
 	// gateway.
 	GatewayRemotes string
+	// LeafnodesAccept says whether the servers accept leaf connections
+	// (leafnodes.listen); LeafnodeRemotes are the remotes they connect to
+	// as a leaf, one canonical string (each remote's URLs, credentials
+	// file and account, sorted); empty without.
+	LeafnodesAccept bool
+	LeafnodeRemotes string
 }
 
 // fieldRole says what the planner knows of one field of nats.conf: it is a
@@ -155,6 +161,9 @@ var configFields = map[string]fieldRole{
 	"gateway.advertise":              fact("GatewayRemotes"),
 	"gateway.reject_unknown_cluster": fact("GatewayRemotes"),
 	"gateway.gateways":               fact("GatewayRemotes"),
+	"leafnodes":                      rolls("present when leafnodes.listen or leafnodes.remotes is, which are the facts"),
+	"leafnodes.listen":               fact("LeafnodesAccept"),
+	"leafnodes.remotes":              fact("LeafnodeRemotes"),
 }
 
 // factsOf computes the facts of a config. version is the image tag the
@@ -173,6 +182,10 @@ func factsOf(c *serverConfig, version, operatorKey string) Facts {
 	}
 	if c.TLS != nil {
 		f.ClientVerify = c.TLS.Verify
+	}
+	if l := c.LeafNodes; l != nil {
+		f.LeafnodesAccept = l.Listen != ""
+		f.LeafnodeRemotes = l.remotesCanonical()
 	}
 	if g := c.Gateway; g != nil {
 		f.Gateway = true

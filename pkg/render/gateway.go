@@ -59,14 +59,11 @@ func gatewayOf(nc *clusterv1beta1.NatsCluster) (*gatewayConfig, error) {
 		remote := gatewayRemote{Name: r.Name}
 		switch {
 		case r.ClusterRef != nil:
-			ns := r.ClusterRef.Namespace
-			if ns == "" {
-				ns = nc.Namespace
+			name, ns, err := otherCluster(nc, r.ClusterRef, field+".clusterRef")
+			if err != nil {
+				return nil, err
 			}
-			if ns == nc.Namespace && r.ClusterRef.Name == nc.Name {
-				return nil, &SpecError{Field: field + ".clusterRef", Message: "names this NatsCluster itself: a remote is another cluster"}
-			}
-			remote.URLs = []string{GatewayURL(r.ClusterRef.Name, ns)}
+			remote.URLs = []string{GatewayURL(name, ns)}
 		case len(r.URLs) > 0:
 			for _, u := range r.URLs {
 				if err := checkConfigString(field+".urls entry", u); err != nil {
@@ -140,4 +137,17 @@ func validateStoredGateway(g *clusterv1beta1.GatewaySpec) error {
 		}
 	}
 	return nil
+}
+
+// otherCluster is the NatsCluster a clusterRef names (its namespace
+// defaulting to nc's); a SpecError on field when it is nc itself.
+func otherCluster(nc *clusterv1beta1.NatsCluster, ref *clusterv1beta1.NatsClusterReference, field string) (name, namespace string, err error) {
+	namespace = ref.Namespace
+	if namespace == "" {
+		namespace = nc.Namespace
+	}
+	if namespace == nc.Namespace && ref.Name == nc.Name {
+		return "", "", &SpecError{Field: field, Message: "names this NatsCluster itself: a remote is another cluster"}
+	}
+	return ref.Name, namespace, nil
 }

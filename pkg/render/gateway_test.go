@@ -81,3 +81,61 @@ func TestGatewayIsRenderedAndLoadsInNatsServer(t *testing.T) {
 		}
 	}
 }
+
+// spec.leafnodes renders a leafnodes block nats-server loads: the listener
+// with accept, each remote's URLs (a clusterRef as the hub's headless
+// Service), its local account and its creds file, mounted from the Secret
+// under /etc/nats-leaf; the leaf port on the container, the headless
+// Service and in the NetworkPolicy, with accept only.
+func TestLeafNodesAreRenderedAndLoadInNatsServer(t *testing.T) {
+	nc := rt.NewCluster("edge", "leaf", rt.JetStream(), rt.LeafNodes(true,
+		clusterv1beta1.LeafNodeRemote{Name: "hub", ClusterRef: &clusterv1beta1.NatsClusterReference{Name: "hub", Namespace: "core"},
+			Credentials: &clusterv1beta1.SecretKeySelector{Name: "hub-creds", Key: "leaf.creds"}},
+		clusterv1beta1.LeafNodeRemote{Name: "cloud", URLs: []string{"tls://connect.example.com:7422"}, Account: "APP"},
+	))
+	out, err := render.Render(render.Input{Cluster: nc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range out.Servers {
+		o := loadRendered(t, s.Config)
+		if o.LeafNode.Port != 7422 || len(o.LeafNode.Remotes) != 2 {
+			t.Fatalf("%s: nats-server reads leafnodes port %d with %d remotes", s.Name, o.LeafNode.Port, len(o.LeafNode.Remotes))
+		}
+		hub, cloud := o.LeafNode.Remotes[0], o.LeafNode.Remotes[1]
+		if len(hub.URLs) != 1 || hub.URLs[0].String() != "nats://hub-headless.core.svc:7422" || hub.Credentials != "/etc/nats-leaf/hub.creds" {
+			t.Errorf("%s: remote hub %v credentials %q", s.Name, hub.URLs, hub.Credentials)
+		}
+		if len(cloud.URLs) != 1 || cloud.URLs[0].String() != "tls://connect.example.com:7422" || cloud.LocalAccount != "APP" || cloud.Credentials != "" {
+			t.Errorf("%s: remote cloud %v account %q credentials %q", s.Name, cloud.URLs, cloud.LocalAccount, cloud.Credentials)
+		}
+		if !s.Facts.LeafnodesAccept || s.Facts.LeafnodeRemotes != "nats://hub-headless.core.svc:7422 credentials=/etc/nats-leaf/hub.creds; tls://connect.example.com:7422 account=APP" {
+			t.Errorf("%s: facts accept %t remotes %q", s.Name, s.Facts.LeafnodesAccept, s.Facts.LeafnodeRemotes)
+		}
+		pod := s.StatefulSet.Spec.Template.Spec
+		if !slices.ContainsFunc(pod.Containers[0].Ports, func(p corev1.ContainerPort) bool { return p.Name == "leafnodes" && p.ContainerPort == 7422 }) {
+			t.Errorf("%s: no leafnodes port on the container", s.Name)
+		}
+		if !slices.ContainsFunc(pod.Containers[0].VolumeMounts, func(m corev1.VolumeMount) bool {
+			return m.Name == "leaf-credentials" && m.MountPath == "/etc/nats-leaf" && m.ReadOnly
+		}) {
+			t.Errorf("%s: the leaf credentials are not mounted at /etc/nats-leaf", s.Name)
+		}
+		i := slices.IndexFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == "leaf-credentials" })
+		if i < 0 || pod.Volumes[i].Projected == nil || len(pod.Volumes[i].Projected.Sources) != 1 ||
+			pod.Volumes[i].Projected.Sources[0].Secret.Name != "hub-creds" || pod.Volumes[i].Projected.Sources[0].Secret.Items[0] != (corev1.KeyToPath{Key: "leaf.creds", Path: "hub.creds"}) {
+			t.Errorf("%s: the leaf credentials volume is not the Secret hub-creds' leaf.creds as hub.creds", s.Name)
+		}
+	}
+	if !slices.ContainsFunc(out.HeadlessService.Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == "leafnodes" && p.Port == 7422 }) {
+		t.Error("no leafnodes port on the headless Service")
+	}
+	// A leaf only (no accept): no listener, no port.
+	leaf, err := render.Render(render.Input{Cluster: rt.NewCluster("edge", "leaf", rt.JetStream(), rt.LeafNodes(false, clusterv1beta1.LeafNodeRemote{Name: "hub", URLs: []string{"nats://h:7422"}}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := loadRendered(t, leaf.Servers[0].Config); o.LeafNode.Port != 0 || len(o.LeafNode.Remotes) != 1 {
+		t.Errorf("a leaf only listens on %d with %d remotes", o.LeafNode.Port, len(o.LeafNode.Remotes))
+	}
+}

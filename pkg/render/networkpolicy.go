@@ -21,7 +21,8 @@ const NamespaceNameLabel = "kubernetes.io/metadata.name"
 //   - the monitoring port from the controller's namespace only (the
 //     exporter sidecar reads it over localhost, which no policy filters);
 //   - the gateway port, with spec.gateway, from anywhere (the other
-//     clusters of the supercluster);
+//     clusters of the supercluster), and the leaf port, with
+//     spec.leafnodes.accept, from anywhere (leaf clusters);
 //   - the metrics port, when the exporter runs, from metricsFrom, or from
 //     anywhere when it is empty.
 //
@@ -50,6 +51,10 @@ func NetworkPolicy(nc *clusterv1beta1.NatsCluster, controllerNamespace string) *
 		// Other clusters of the supercluster may run in any namespace or
 		// outside this Kubernetes cluster.
 		rules = append(rules, networkingv1.NetworkPolicyIngressRule{Ports: port(GatewayPortName)})
+	}
+	if spec.LeafNodes != nil && spec.LeafNodes.Accept {
+		// Leaf clusters connect from anywhere, the edge included.
+		rules = append(rules, networkingv1.NetworkPolicyIngressRule{Ports: port(LeafNodePortName)})
 	}
 	if spec.Metrics.IsEnabled() {
 		var from []networkingv1.NetworkPolicyPeer

@@ -60,6 +60,9 @@ func headlessPorts(spec *clusterv1beta1.NatsClusterSpec) []corev1.ServicePort {
 	if spec.Gateway != nil {
 		ports = append(ports, servicePort(GatewayPortName, GatewayPort))
 	}
+	if spec.LeafNodes != nil && spec.LeafNodes.Accept {
+		ports = append(ports, servicePort(LeafNodePortName, LeafNodePort))
+	}
 	if spec.Metrics.IsEnabled() {
 		ports = append(ports, servicePort(MetricsPortName, MetricsPort))
 	}

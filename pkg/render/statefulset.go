@@ -71,6 +71,9 @@ func statefulSet(nc *clusterv1beta1.NatsCluster, ordinal int32, rev string, tls 
 	if spec.Gateway != nil {
 		container.Ports = append(container.Ports, corev1.ContainerPort{Name: GatewayPortName, ContainerPort: GatewayPort, Protocol: corev1.ProtocolTCP})
 	}
+	if spec.LeafNodes != nil && spec.LeafNodes.Accept {
+		container.Ports = append(container.Ports, corev1.ContainerPort{Name: LeafNodePortName, ContainerPort: LeafNodePort, Protocol: corev1.ProtocolTCP})
+	}
 	if gml := GoMemLimit(resources); gml != "" {
 		container.Env = []corev1.EnvVar{{Name: "GOMEMLIMIT", Value: gml}}
 	}
@@ -78,6 +81,10 @@ func statefulSet(nc *clusterv1beta1.NatsCluster, ordinal int32, rev string, tls 
 	volumes := []corev1.Volume{
 		{Name: ConfigVolumeName, VolumeSource: configVolume(ConfigMapName(nc.Name, ordinal), tls)},
 		{Name: PidVolumeName, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+	}
+	if v := leafCredentialsVolume(spec); v != nil {
+		volumes = append(volumes, *v)
+		container.VolumeMounts = append(container.VolumeMounts, corev1.VolumeMount{Name: LeafCredentialsVolumeName, MountPath: LeafCredentialsDir, ReadOnly: true})
 	}
 	var claims []corev1.PersistentVolumeClaim
 	if js := spec.JetStream; js != nil && js.VolumeClaimTemplate != nil {

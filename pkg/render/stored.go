@@ -70,6 +70,9 @@ func validateStored(nc *clusterv1beta1.NatsCluster) error {
 	if err := validateStoredGateway(s.Gateway); err != nil {
 		return err
 	}
+	if err := validateStoredLeafNodes(s.LeafNodes); err != nil {
+		return err
+	}
 	if err := validateStoredTLS(s); err != nil {
 		return err
 	}

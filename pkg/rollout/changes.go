@@ -72,6 +72,11 @@ type ConfigFacts struct {
 	// string (remotes, advertise, reject_unknown_cluster); empty without a
 	// gateway.
 	GatewayRemotes string
+	// LeafnodesAccept says whether the servers accept leaf connections;
+	// LeafnodeRemotes are the remotes they connect to as a leaf, in one
+	// canonical string; empty without.
+	LeafnodesAccept bool
+	LeafnodeRemotes string
 }
 
 // ChangeKind is one kind of difference between a running and a target config.
@@ -146,6 +151,16 @@ const (
 	// Gateway"), and the gateway matrix finds each rolls one server at a
 	// time: the servers learn of every cluster from the ones they reach.
 	ChangeGatewayRemotes ChangeKind = "GatewayRemotes"
+	// ChangeLeafnodesAccept is accepting leaf connections or no longer
+	// (spec.leafnodes.accept): nats-server does not reload it ("config
+	// reload not supported for LeafNode"), and servers listening and not
+	// route and keep one meta group, so it restarts one at a time.
+	ChangeLeafnodesAccept ChangeKind = "LeafnodesAccept"
+	// ChangeLeafnodeRemotes is another set of leaf remotes (added,
+	// removed, other URLs, credentials or account): nats-server reloads
+	// them without auth, connecting to the added remotes and closing the
+	// removed ones (reload.go's leafNodeOption).
+	ChangeLeafnodeRemotes ChangeKind = "LeafnodeRemotes"
 )
 
 // Effect is what a kind of change does to a cluster rolled one server at a
@@ -254,7 +269,9 @@ var effects = map[ChangeKind]Effect{
 	ChangeLameDuck:          {What: "other lame duck settings"},
 	ChangeGateway: {Splits: true, What: "adding or removing the gateway", HoldReason: clusterv1beta1.ReasonGatewayChangeBlocked,
 		Why: "servers with the gateway and servers without it cannot keep one JetStream meta group across the supercluster, and their clients' messages reach the other clusters only from some servers"},
-	ChangeGatewayRemotes: {What: "other gateway remotes, advertise address or rejectUnknownCluster"},
+	ChangeGatewayRemotes:  {What: "other gateway remotes, advertise address or rejectUnknownCluster"},
+	ChangeLeafnodesAccept: {What: "accepting leaf connections or no longer"},
+	ChangeLeafnodeRemotes: {ReloadsWithoutAuth: true, What: "other leaf remotes"},
 }
 
 // changeOrder is the order Changes lists kinds in: auth first, so the hold
@@ -264,7 +281,7 @@ var changeOrder = []ChangeKind{
 	ChangeClusterName, ChangeJetStreamDomain, ChangeJetStream, ChangeJetStreamDomainAddRemove, ChangeVersion,
 	ChangeJetStreamLimitsRaised, ChangeJetStreamLimitsLowered, ChangeServerTags, ChangeAccounts, ChangeResolver, ChangeSystemUser, ChangeSystemUserNKey,
 	ChangeRouteTLS, ChangeRouteCA, ChangeClientTLS, ChangeRouteCertificate, ChangeClientCertificate, ChangeLameDuck,
-	ChangeGateway, ChangeGatewayRemotes,
+	ChangeGateway, ChangeGatewayRemotes, ChangeLeafnodesAccept, ChangeLeafnodeRemotes,
 }
 
 // ChangeKinds returns every change kind in the order Changes lists them.
@@ -373,6 +390,12 @@ func Classify(running, target ConfigFacts) []Change {
 	}
 	if running.Gateway && target.Gateway && running.GatewayRemotes != target.GatewayRemotes {
 		add(ChangeGatewayRemotes, running.GatewayRemotes, target.GatewayRemotes)
+	}
+	if running.LeafnodesAccept != target.LeafnodesAccept {
+		add(ChangeLeafnodesAccept, onOff(running.LeafnodesAccept), onOff(target.LeafnodesAccept))
+	}
+	if running.LeafnodeRemotes != target.LeafnodeRemotes {
+		add(ChangeLeafnodeRemotes, orNone(running.LeafnodeRemotes), orNone(target.LeafnodeRemotes))
 	}
 	return out
 }

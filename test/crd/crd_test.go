@@ -142,6 +142,18 @@ spec:
           namespace: other
       - name: far
         urls: ["nats://far.example.com:7222"]
+  leafnodes:
+    accept: true
+    remotes:
+      - name: hub
+        clusterRef:
+          name: hub
+          namespace: other
+        credentials:
+          name: hub-creds
+      - name: cloud
+        urls: ["tls://connect.example.com:7422"]
+        account: ACCOUNTKEY
 `
 
 // edit changes a NatsCluster object.
@@ -268,6 +280,12 @@ var badClusters = []badCluster{
 		field: "spec.gateway.remotes[1]", reason: metav1.StatusReasonInvalid},
 	{name: "a gateway name with a space is refused", edits: []edit{set("spec.gateway.name", "demo gw")}, field: "spec.gateway.name", reason: metav1.StatusReasonInvalid},
 	{name: "a change of the gateway name is refused", update: true, edits: []edit{set("spec.gateway.name", "other")}, field: "spec.gateway.name", reason: metav1.StatusReasonInvalid},
+	{name: "a leaf remote with both clusterRef and urls is refused", edits: []edit{set("spec.leafnodes.remotes", []any{map[string]any{
+		"name": "hub", "clusterRef": map[string]any{"name": "hub"}, "urls": []any{"nats://h:7422"}}})}, field: "spec.leafnodes.remotes[0]", reason: metav1.StatusReasonInvalid},
+	{name: "a leaf URL of another scheme is refused", edits: []edit{set("spec.leafnodes.remotes", []any{map[string]any{"name": "hub", "urls": []any{"http://h:7422"}}})},
+		field: "spec.leafnodes.remotes[0].urls[0]", reason: metav1.StatusReasonInvalid},
+	{name: "a leaf remote name that is no DNS label is refused", edits: []edit{set("spec.leafnodes.remotes", []any{map[string]any{"name": "Hub_1", "urls": []any{"nats://h:7422"}}})},
+		field: "spec.leafnodes.remotes[0].name", reason: metav1.StatusReasonInvalid},
 	{name: "an advertise address without a port is refused", edits: []edit{set("spec.gateway.advertise", "gw.example.com")}, field: "spec.gateway.advertise", reason: metav1.StatusReasonInvalid},
 	{name: "nats resources in spec.resources and the podTemplate are refused", edits: []edit{
 		set("spec.resources", map[string]any{"limits": map[string]any{"memory": "1Gi"}}),

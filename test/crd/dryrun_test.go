@@ -403,6 +403,9 @@ func genSpec(rng *rand.Rand, i int) map[string]any {
 	if gw := genGateway(i); gw != nil {
 		spec["gateway"] = gw
 	}
+	if ln := genLeafNodes(i); ln != nil {
+		spec["leafnodes"] = ln
+	}
 	return map[string]any{
 		"apiVersion": "cluster.nats-operator.io/v1beta1",
 		"kind":       "NatsCluster",
@@ -441,6 +444,33 @@ func genGateway(i int) map[string]any {
 		gw["rejectUnknownCluster"] = true
 	}
 	return gw
+}
+
+// genLeafNodes is the i-th spec's leafnodes (nil for half of the specs),
+// from a source of its own like genLameDuck.
+func genLeafNodes(i int) map[string]any {
+	rng := rand.New(rand.NewPCG(uint64(i), 32))
+	if rng.IntN(2) == 0 {
+		return nil
+	}
+	ln := map[string]any{"accept": rng.IntN(2) == 0}
+	var remotes []any
+	for k := range rng.IntN(3) {
+		r := map[string]any{"name": fmt.Sprintf("hub-%d", k)}
+		if rng.IntN(2) == 0 {
+			r["clusterRef"] = map[string]any{"name": fmt.Sprintf("hub-%d", k)}
+		} else {
+			r["urls"] = []any{"nats-leaf://hub.example.com:7422", "wss://hub.example.com:443"}
+		}
+		if rng.IntN(2) == 0 {
+			r["credentials"] = map[string]any{"name": fmt.Sprintf("hub-%d-creds", k), "key": "leaf.creds"}
+		}
+		remotes = append(remotes, r)
+	}
+	if len(remotes) > 0 {
+		ln["remotes"] = remotes
+	}
+	return ln
 }
 
 // genLameDuck is the i-th spec's lameDuck (nil for a third of the specs),

@@ -136,8 +136,8 @@ func (r *rewriter) Command(args []string) []string {
 var listenBlocks = []string{"cluster", "gateway", "leafnodes", "leaf", "websocket", "ws", "mqtt"}
 
 // JSON rewrites every string in a JSON document and makes sure no listener
-// binds to all interfaces: a top-level or listener block without host and
-// listen gets the pod's address as host. Numbers are kept exactly.
+// binds to all interfaces: a top-level or listener block with a port but
+// without host and listen gets the pod's address as host. Numbers are kept exactly.
 func (r *rewriter) JSON(data []byte) ([]byte, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
@@ -152,7 +152,10 @@ func (r *rewriter) JSON(data []byte) ([]byte, error) {
 	if top, ok := v.(map[string]any); ok && r.podIP != "" {
 		addHost(top, r.podIP, "host", "net", "listen")
 		for _, b := range listenBlocks {
-			if m, ok := top[b].(map[string]any); ok {
+			// A block without a port does not listen (leafnodes with only
+			// remotes): a host there would be a config nats-server cannot
+			// reload into, which the pod's own config is not.
+			if m, ok := top[b].(map[string]any); ok && m["port"] != nil {
 				addHost(m, r.podIP, "host", "listen")
 			}
 		}

@@ -107,6 +107,12 @@ func TestRewriteFile(t *testing.T) {
 			want: `{"cluster":{"host":"127.0.0.2","port":6222},"host":"127.0.0.2","http_port":8222,"leafnodes":{"listen":"127.0.0.2:7422"},"port":4222}`,
 		},
 		{
+			name: "a leafnodes block with remotes only does not listen and gets no host",
+			path: "nats.conf",
+			in:   `{"listen":"0.0.0.0:4222","leafnodes":{"remotes":[{"urls":["nats://hub-headless.ns.svc:7422"]}]}}`,
+			want: `{"leafnodes":{"remotes":[{"urls":["nats://hub-headless.ns.svc:7422"]}]},"listen":"127.0.0.2:4222"}`,
+		},
+		{
 			name: "JSON that is not a server config gets no host",
 			path: "other.json",
 			in:   `{"a":"0.0.0.0:1","b":"/data/x"}`,

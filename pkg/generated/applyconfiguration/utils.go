@@ -68,6 +68,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &clusterv1beta1.JetStreamStatusApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("LameDuckSpec"):
 		return &clusterv1beta1.LameDuckSpecApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("LeafNodeRemote"):
+		return &clusterv1beta1.LeafNodeRemoteApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("LeafNodesSpec"):
+		return &clusterv1beta1.LeafNodesSpecApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("LocalObjectReference"):
 		return &clusterv1beta1.LocalObjectReferenceApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("MetricsSpec"):

@@ -203,3 +203,11 @@ func Gateway(remotes ...clusterv1beta1.GatewayRemote) ClusterOption {
 func GatewayTo(namespace, name string) clusterv1beta1.GatewayRemote {
 	return clusterv1beta1.GatewayRemote{Name: name, ClusterRef: &clusterv1beta1.NatsClusterReference{Namespace: namespace, Name: name}}
 }
+
+// LeafNodes gives the cluster spec.leafnodes: accepting leaf connections
+// or not, and these remotes.
+func LeafNodes(accept bool, remotes ...clusterv1beta1.LeafNodeRemote) ClusterOption {
+	return func(nc *clusterv1beta1.NatsCluster) {
+		nc.Spec.LeafNodes = &clusterv1beta1.LeafNodesSpec{Accept: accept, Remotes: remotes}
+	}
+}

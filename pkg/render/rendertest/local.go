@@ -30,6 +30,9 @@ type Local struct {
 	// GatewayPort is where the server listens for gateway connections
 	// when its config has a gateway block.
 	GatewayPort int
+	// LeafPort is where the server listens for leaf connections when its
+	// config has leafnodes.listen.
+	LeafPort int
 	// Dir holds data/ (for /data) and run/ (for /var/run/nats).
 	Dir string
 }
@@ -141,6 +144,14 @@ func LocalizeSuperclusterConfig(cfg []byte, self Local, routes map[string]Local,
 			remote["urls"] = urls
 		}
 	}
+	if ln, ok := m["leafnodes"].(map[string]any); ok {
+		if _, ok := ln["listen"]; ok {
+			if self.LeafPort == 0 {
+				return nil, fmt.Errorf("the config has leafnodes.listen and %s no leaf port", self.Dir)
+			}
+			ln["listen"] = hostPort(self.LeafPort)
+		}
+	}
 	if js, ok := m["jetstream"].(map[string]any); ok {
 		if p, ok := js["store_dir"].(string); ok {
 			js["store_dir"] = path(p)
@@ -193,6 +204,7 @@ func LocalAddresses(t testing.TB, out *render.Output, namespace, cluster string)
 			ClusterPort: freePort(t),
 			MonitorPort: freePort(t),
 			GatewayPort: freePort(t),
+			LeafPort:    freePort(t),
 			Dir:         filepath.Join(base, s.Name),
 		}
 		for _, d := range []string{"data", "run"} {

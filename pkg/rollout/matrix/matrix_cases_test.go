@@ -201,6 +201,15 @@ func matrixCases(t testing.TB, tr *matrixTrust) []matrixCase {
 		// neither ("config reload not supported for LameDuckGracePeriod").
 		{"lame duck grace shortened", one(ChangeLameDuck), spec(), spec(rendertest.LameDuck("30s", "1s"))},
 		{"lame duck duration longer", one(ChangeLameDuck), spec(), spec(rendertest.LameDuck("45s", ""))},
+		// A leaf hub's listener, and a leaf remote (to a hub that refuses
+		// every connection: what is measured is the servers of this
+		// cluster, side by side and reloaded; test/e2e connects a leaf).
+		{"accept leaf connections", one(ChangeLeafnodesAccept), spec(), spec(rendertest.LeafNodes(true))},
+		{"stop accepting leaf connections", one(ChangeLeafnodesAccept), spec(rendertest.LeafNodes(true)), spec()},
+		{"a leaf remote added", one(ChangeLeafnodeRemotes), spec(), spec(rendertest.LeafNodes(false, leafRemote("hub", "nats://127.0.0.1:1")))},
+		{"a leaf remote removed", one(ChangeLeafnodeRemotes), spec(rendertest.LeafNodes(false, leafRemote("hub", "nats://127.0.0.1:1"))), spec()},
+		{"a leaf remote's URLs changed", one(ChangeLeafnodeRemotes), spec(rendertest.LeafNodes(false, leafRemote("hub", "nats://127.0.0.1:1"))),
+			spec(rendertest.LeafNodes(false, leafRemote("hub", "nats://127.0.0.1:1", "nats://127.0.0.1:2")))},
 	}
 }
 
@@ -442,4 +451,9 @@ var matrixPKI struct {
 	once sync.Once
 	ca   pki.Pair
 	err  error
+}
+
+// leafRemote is a leaf remote by URLs, without credentials.
+func leafRemote(name string, urls ...string) clusterv1beta1.LeafNodeRemote {
+	return clusterv1beta1.LeafNodeRemote{Name: name, URLs: urls}
 }

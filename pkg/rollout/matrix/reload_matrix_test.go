@@ -307,6 +307,8 @@ func reloadOnlyCases(t testing.TB) []reloadCase {
 		{matrixCase{"new route certificate, with auth", one(ChangeRouteCertificate), routeTLS(authed(app)), rotatedRoutes(routeTLS(authed(app)))}, withApp, probe},
 		{matrixCase{"new client certificate, with auth", one(ChangeClientCertificate), clientTLS(authed(app)), rotatedClient(clientTLS(authed(app)))}, withApp, probe},
 		{matrixCase{"new route certificate, with the system user", one(ChangeRouteCertificate), routeTLS(sys(spec())), rotatedRoutes(routeTLS(sys(spec())))}, noAuth, reloadProbe{}},
+		{matrixCase{"a leaf remote added, with auth", one(ChangeLeafnodeRemotes), authed(app), authed(app, rendertest.LeafNodes(false,
+			clusterv1beta1.LeafNodeRemote{Name: "hub", URLs: []string{"nats://127.0.0.1:1"}, Account: app[0].PublicKey}))}, withApp, probe},
 	}
 }
 

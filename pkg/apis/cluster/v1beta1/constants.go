@@ -27,6 +27,18 @@ const (
 	ConditionGatewaysConnected = "GatewaysConnected"
 )
 
+// ConditionLeafnodesConnected (with spec.leafnodes.remotes) says whether
+// every server has a leaf connection to every remote, as its /leafz
+// reports: False LeafnodesDisconnected names the servers and remotes that
+// are not.
+const ConditionLeafnodesConnected = "LeafnodesConnected"
+
+// Reasons of the LeafnodesConnected condition.
+const (
+	ReasonAllLeafnodesConnected = "AllLeafnodesConnected"
+	ReasonLeafnodesDisconnected = "LeafnodesDisconnected"
+)
+
 // Reasons of the GatewaysConnected condition.
 const (
 	ReasonAllGatewaysConnected = "AllGatewaysConnected"

@@ -24,6 +24,7 @@ import (
 // +kubebuilder:printcolumn:name="Settled",type=string,JSONPath=`.status.conditions[?(@.type=="Settled")].status`
 // +kubebuilder:printcolumn:name="Progressing",type=string,JSONPath=`.status.conditions[?(@.type=="Progressing")].reason`
 // +kubebuilder:printcolumn:name="Gateways",type=string,JSONPath=`.status.conditions[?(@.type=="GatewaysConnected")].status`,priority=1
+// +kubebuilder:printcolumn:name="Leafnodes",type=string,JSONPath=`.status.conditions[?(@.type=="LeafnodesConnected")].status`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 49",message="metadata.name must be at most 49 characters: the names and labels of each server's StatefulSet, pod and Services are derived from it and must fit Kubernetes' 63-character limits with up to 99 servers"
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS label starting with a letter (lower case letters, digits and '-'): it names the cluster's Services, StatefulSets and pods"
@@ -142,6 +143,11 @@ type NatsClusterSpec struct {
 	// NatsClusters (and other NATS clusters) over gateway connections.
 	// +optional
 	Gateway *GatewaySpec `json:"gateway,omitempty"`
+
+	// leafnodes accepts leaf connections, connects to hubs as a leaf, or
+	// both.
+	// +optional
+	LeafNodes *LeafNodesSpec `json:"leafnodes,omitempty"`
 
 	// lameDuck is how long a server takes to leave when its pod stops (a
 	// restart, a scale-down, a deletion): nats-server's lame duck mode,
@@ -706,6 +712,11 @@ type ServerStatus struct {
 	// +optional
 	// +listType=atomic
 	Gateways []string `json:"gateways,omitempty"`
+	// leafnodes are the servers this server has a leaf connection to, as
+	// a leaf of them (with spec.leafnodes.remotes), as its /leafz reports.
+	// +optional
+	// +listType=atomic
+	Leafnodes []string `json:"leafnodes,omitempty"`
 	// startProblem says why the server's container cannot start or keeps
 	// crashing, as its pod reports it: "ErrImagePull: ...",
 	// "CrashLoopBackOff: exit code 1: <the server's last log line>".

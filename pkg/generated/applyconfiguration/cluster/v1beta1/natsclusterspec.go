@@ -75,6 +75,9 @@ type NatsClusterSpecApplyConfiguration struct {
 	// gateway, when present, joins the cluster to a supercluster of
 	// NatsClusters (and other NATS clusters) over gateway connections.
 	Gateway *GatewaySpecApplyConfiguration `json:"gateway,omitempty"`
+	// leafnodes accepts leaf connections, connects to hubs as a leaf, or
+	// both.
+	LeafNodes *LeafNodesSpecApplyConfiguration `json:"leafnodes,omitempty"`
 	// lameDuck is how long a server takes to leave when its pod stops (a
 	// restart, a scale-down, a deletion): nats-server's lame duck mode,
 	// which the pod's preStop hook starts. Unset, duration is 30s and
@@ -206,6 +209,14 @@ func (b *NatsClusterSpecApplyConfiguration) WithNetworkPolicy(value *NetworkPoli
 // If called multiple times, the Gateway field is set to the value of the last call.
 func (b *NatsClusterSpecApplyConfiguration) WithGateway(value *GatewaySpecApplyConfiguration) *NatsClusterSpecApplyConfiguration {
 	b.Gateway = value
+	return b
+}
+
+// WithLeafNodes sets the LeafNodes field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the LeafNodes field is set to the value of the last call.
+func (b *NatsClusterSpecApplyConfiguration) WithLeafNodes(value *LeafNodesSpecApplyConfiguration) *NatsClusterSpecApplyConfiguration {
+	b.LeafNodes = value
 	return b
 }
 

@@ -35,6 +35,9 @@ type ServerStatusApplyConfiguration struct {
 	// outbound gateway connection to, as its /gatewayz reports (with
 	// spec.gateway).
 	Gateways []string `json:"gateways,omitempty"`
+	// leafnodes are the servers this server has a leaf connection to, as
+	// a leaf of them (with spec.leafnodes.remotes), as its /leafz reports.
+	Leafnodes []string `json:"leafnodes,omitempty"`
 	// startProblem says why the server's container cannot start or keeps
 	// crashing, as its pod reports it: "ErrImagePull: ...",
 	// "CrashLoopBackOff: exit code 1: <the server's last log line>".
@@ -85,6 +88,16 @@ func (b *ServerStatusApplyConfiguration) WithConfigRevision(value string) *Serve
 func (b *ServerStatusApplyConfiguration) WithGateways(values ...string) *ServerStatusApplyConfiguration {
 	for i := range values {
 		b.Gateways = append(b.Gateways, values[i])
+	}
+	return b
+}
+
+// WithLeafnodes adds the given value to the Leafnodes field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Leafnodes field.
+func (b *ServerStatusApplyConfiguration) WithLeafnodes(values ...string) *ServerStatusApplyConfiguration {
+	for i := range values {
+		b.Leafnodes = append(b.Leafnodes, values[i])
 	}
 	return b
 }

@@ -1,0 +1,71 @@
+package v1beta1
+
+// LeafNodesSpec makes the cluster a hub that accepts leaf connections, a
+// leaf that connects to other clusters, or both.
+//
+// nats-server reloads the remotes a leaf connects to (added, removed, other
+// URLs or credentials): the servers reconnect without a restart. Accepting
+// leaf connections or no longer restarts the servers one at a time.
+type LeafNodesSpec struct {
+	// accept makes every server listen for leaf connections on port 7422
+	// ("leafnodes" on the pod and the Services). In operator mode a leaf
+	// authenticates with the credentials of a user of an account the
+	// servers trust, and lands in that account; without auth it lands in
+	// the global account.
+	// +optional
+	Accept bool `json:"accept,omitempty"`
+
+	// remotes are the clusters every server connects to as a leaf.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	Remotes []LeafNodeRemote `json:"remotes,omitempty"`
+}
+
+// LeafNodeRemote is a hub this cluster's servers connect to as a leaf: a
+// NatsCluster of this Kubernetes cluster that accepts leaf connections
+// (clusterRef) or leaf URLs.
+// +kubebuilder:validation:XValidation:rule="has(self.clusterRef) != has(self.urls)",message="a leaf remote names exactly one of clusterRef and urls"
+type LeafNodeRemote struct {
+	// name identifies the remote (its credentials are mounted under it).
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// clusterRef is a NatsCluster of this Kubernetes cluster with
+	// spec.leafnodes.accept: its servers are reached at
+	// nats://<name>-headless.<namespace>.svc:7422.
+	// +optional
+	ClusterRef *NatsClusterReference `json:"clusterRef,omitempty"`
+
+	// urls are leaf URLs of the hub (nats://, tls://, nats-leaf://,
+	// ws:// or wss:// host:port).
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=512
+	// +kubebuilder:validation:items:Pattern=`^(nats|tls|nats-leaf|ws|wss)://[^\s/?#]+:[0-9]{1,5}$`
+	URLs []string `json:"urls,omitempty"`
+
+	// credentials are the creds file (a user JWT and its seed) the servers
+	// connect with, from a Secret of this namespace, mounted in every
+	// server's pod; absent, they connect without credentials.
+	// +optional
+	Credentials *SecretKeySelector `json:"credentials,omitempty"`
+
+	// account is the local account the leaf connection binds (nats-server's
+	// remote "account"): with auth, an account's public key; absent, the
+	// global account without auth.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9$_-]+$`
+	Account string `json:"account,omitempty"`
+}
+
+// LeafNodePort is the leaf port of every server with
+// spec.leafnodes.accept.
+const LeafNodePort = 7422

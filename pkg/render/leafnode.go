@@ -1,0 +1,168 @@
+package render
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
+)
+
+// LeafNodePort is the leaf port of every server with
+// spec.leafnodes.accept.
+const LeafNodePort int32 = clusterv1beta1.LeafNodePort
+
+// LeafNodePortName is the name of the leaf port (container, Services).
+const LeafNodePortName = "leafnodes"
+
+// LeafCredentialsVolumeName and LeafCredentialsDir are the volume of the
+// leaf remotes' creds files and where the nats container mounts it: the
+// creds of remote <name> are <LeafCredentialsDir>/<name>.creds.
+const (
+	LeafCredentialsVolumeName = "leaf-credentials"
+	LeafCredentialsDir        = "/etc/nats-leaf"
+)
+
+// leafNodesConfig is nats.conf's leafnodes block.
+type leafNodesConfig struct {
+	Listen  string       `json:"listen,omitempty"`
+	Remotes []leafRemote `json:"remotes,omitempty"`
+}
+
+type leafRemote struct {
+	URLs        []string `json:"urls"`
+	Credentials string   `json:"credentials,omitempty"`
+	Account     string   `json:"account,omitempty"`
+}
+
+// LeafURL is the leaf URL of a NatsCluster's servers through its headless
+// Service: "nats://hub-headless.ns.svc:7422".
+func LeafURL(cluster, namespace string) string {
+	return fmt.Sprintf("nats://%s.%s.svc:%d", HeadlessServiceName(cluster), namespace, LeafNodePort)
+}
+
+// leafNodesOf renders spec.leafnodes, or nil without it (or with neither
+// accept nor a remote).
+func leafNodesOf(nc *clusterv1beta1.NatsCluster) (*leafNodesConfig, error) {
+	l := nc.Spec.LeafNodes
+	if l == nil || (!l.Accept && len(l.Remotes) == 0) {
+		return nil, nil
+	}
+	out := &leafNodesConfig{}
+	if l.Accept {
+		out.Listen = fmt.Sprintf("0.0.0.0:%d", LeafNodePort)
+	}
+	for i, r := range l.Remotes {
+		field := fmt.Sprintf("spec.leafnodes.remotes[%d]", i)
+		remote := leafRemote{Account: r.Account}
+		switch {
+		case r.ClusterRef != nil:
+			name, ns, err := otherCluster(nc, r.ClusterRef, field+".clusterRef")
+			if err != nil {
+				return nil, err
+			}
+			remote.URLs = []string{LeafURL(name, ns)}
+		case len(r.URLs) > 0:
+			remote.URLs = slices.Clone(r.URLs)
+		default:
+			return nil, &SpecError{Field: field, Message: "names neither clusterRef nor urls"}
+		}
+		for _, u := range remote.URLs {
+			if err := checkConfigString(field+".urls entry", u); err != nil {
+				return nil, &SpecError{Field: field + ".urls", Message: err.Error()}
+			}
+		}
+		if r.Credentials != nil {
+			remote.Credentials = LeafCredentialsDir + "/" + r.Name + ".creds"
+		}
+		out.Remotes = append(out.Remotes, remote)
+	}
+	return out, nil
+}
+
+// leafCredentialsVolume projects every remote's creds Secret key to
+// <name>.creds; nil when no remote has credentials.
+func leafCredentialsVolume(spec *clusterv1beta1.NatsClusterSpec) *corev1.Volume {
+	if spec.LeafNodes == nil {
+		return nil
+	}
+	var sources []corev1.VolumeProjection
+	for _, r := range spec.LeafNodes.Remotes {
+		if r.Credentials == nil {
+			continue
+		}
+		key := r.Credentials.Key
+		if key == "" {
+			key = "user.creds"
+		}
+		sources = append(sources, corev1.VolumeProjection{Secret: &corev1.SecretProjection{
+			LocalObjectReference: corev1.LocalObjectReference{Name: r.Credentials.Name},
+			Items:                []corev1.KeyToPath{{Key: key, Path: r.Name + ".creds"}},
+		}})
+	}
+	if len(sources) == 0 {
+		return nil
+	}
+	return &corev1.Volume{Name: LeafCredentialsVolumeName, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+		Sources: sources, DefaultMode: ptr(int32(0o400)),
+	}}}
+}
+
+// listen is LeafnodesAccept of the facts; remotes LeafnodeRemotes: each
+// remote as urls (sorted) with its credentials file and account, sorted.
+func (l *leafNodesConfig) remotesCanonical() string {
+	var parts []string
+	for _, r := range l.Remotes {
+		p := strings.Join(slices.Sorted(slices.Values(r.URLs)), ",")
+		if r.Credentials != "" {
+			p += " credentials=" + r.Credentials
+		}
+		if r.Account != "" {
+			p += " account=" + r.Account
+		}
+		parts = append(parts, p)
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, "; ")
+}
+
+// The CRD's patterns of spec.leafnodes, for a stored object that skipped
+// them.
+var (
+	leafRemoteNameRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	leafURLRE        = regexp.MustCompile(`^(nats|tls|nats-leaf|ws|wss)://[^\s/?#]+:[0-9]{1,5}$`)
+	leafAccountRE    = regexp.MustCompile(`^[A-Za-z0-9$_-]+$`)
+)
+
+// validateStoredLeafNodes refuses what the CRD refuses of spec.leafnodes.
+func validateStoredLeafNodes(l *clusterv1beta1.LeafNodesSpec) error {
+	if l == nil {
+		return nil
+	}
+	seen := map[string]bool{}
+	for i, r := range l.Remotes {
+		field := fmt.Sprintf("spec.leafnodes.remotes[%d]", i)
+		switch {
+		case len(r.Name) > 63 || !leafRemoteNameRE.MatchString(r.Name):
+			return &SpecError{Field: field + ".name", Message: fmt.Sprintf("%q must be a DNS label (lower case letters, digits and '-')", r.Name)}
+		case seen[r.Name]:
+			return &SpecError{Field: field, Message: fmt.Sprintf("a second remote named %q", r.Name)}
+		case (r.ClusterRef != nil) == (len(r.URLs) > 0):
+			return &SpecError{Field: field, Message: "a leaf remote names exactly one of clusterRef and urls"}
+		case r.Account != "" && (len(r.Account) > 64 || !leafAccountRE.MatchString(r.Account)):
+			return &SpecError{Field: field + ".account", Message: fmt.Sprintf("%q is no account name or public key", r.Account)}
+		case r.Credentials != nil && r.Credentials.Name == "":
+			return &SpecError{Field: field + ".credentials.name", Message: "names no Secret"}
+		}
+		seen[r.Name] = true
+		for j, u := range r.URLs {
+			if !leafURLRE.MatchString(u) {
+				return &SpecError{Field: fmt.Sprintf("%s.urls[%d]", field, j), Message: fmt.Sprintf("%q must be nats://, tls://, nats-leaf://, ws:// or wss:// host:port", u)}
+			}
+		}
+	}
+	return nil
+}
