@@ -62,6 +62,14 @@
 // Decision; a fact the hold needs is gathered (above) and passed in
 // rollout.Input by planInput (decide.go).
 //
+// The last checks before a server stops (step.go's callers in write.go):
+// the PodDisruptionBudget, asked in dry run (disruption.go), and, for a
+// NatsCluster with spec.gateway, its turn in the supercluster: the Lease
+// nats-operator-supercluster-rollout, taken before the first restart and
+// held while Progressing is True, so two members of a supercluster never
+// roll out at once (supercluster.go). Either refusing is a wait reported
+// in Progressing, not an error.
+//
 // Revisions: each server's ConfigMap carries the config revision (in
 // nats.conf), its pod template the template revision and the config revision
 // the pod was last restarted for; a restart step writes the ConfigMap, then

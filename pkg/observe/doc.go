@@ -17,8 +17,13 @@
 // and in parallel: /varz (id, version, server_metadata.config_revision
 // reported as "metadata", trusted NATS operator and system account), /jsz
 // with accounts, streams, consumers and Raft detail (paged by account, as
-// nats-server pages it), /routez, /healthz and, when the server has a
-// gateway, /gatewayz. This works whatever auth the servers run, with or
+// nats-server pages it), /routez, /healthz, when the server has a
+// gateway /gatewayz, and with leaf nodes /leafz. In a supercluster the
+// meta leader may be a server of another cluster, whose monitoring port is
+// not the cluster's and whose /jsz alone lists the meta group's members:
+// it is asked over $SYS (PING.JSZ filtered to its name), by Observe when
+// the Target has $SYS credentials, else by ViewRemoteMetaLeader with the
+// access the controller chose. This works whatever auth the servers run, with or
 // without a system account in the running config (the seed's first failure,
 // measured), and a split cluster is seen server by server.
 //
