@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -432,7 +433,7 @@ func isSecret(obj interface{}) bool {
 	return false
 }
 
-// refersTo reports whether nc's spec.auth, spec.routes.tls or spec.tls names
+// refersTo reports whether nc's spec.auth, spec.routes.tls, spec.tls or spec.leafnodes.remotes names
 // the object.
 func refersTo(nc *clusterv1beta1.NatsCluster, obj interface{}, name string) bool {
 	if isSecret(obj) {
@@ -440,6 +441,11 @@ func refersTo(nc *clusterv1beta1.NatsCluster, obj interface{}, name string) bool
 			return true
 		}
 		if t := nc.Spec.TLS; t != nil && t.Secret != nil && t.Secret.Name == name {
+			return true
+		}
+		if l := nc.Spec.LeafNodes; l != nil && slices.ContainsFunc(l.Remotes, func(r clusterv1beta1.LeafNodeRemote) bool {
+			return r.Credentials != nil && r.Credentials.Name == name
+		}) {
 			return true
 		}
 		if t := nc.Spec.TLS; t != nil && t.Certificate != nil && clientTLSName(nc) == name {

@@ -109,10 +109,11 @@ type facts struct {
 	// clientCert is the controller's own client certificate under
 	// spec.tls.verifyClients (gatherClientCA); nil otherwise.
 	clientCert *pki.Pair
-	// tlsSecrets are the generated TLS Secrets gather made or renewed
-	// (the routes', and the controller's client CA: the CA missing or
-	// invalid, the certificate due, the bundle changed): they are written
-	// before anything that renders them.
+	// tlsSecrets are the Secrets of the cluster gather made or renewed
+	// (the routes' TLS, and the controller's client CA: the CA missing or
+	// invalid, the certificate due, the bundle changed; the copy of the
+	// leaf remotes' credentials): they are written before anything that
+	// renders them.
 	tlsSecrets []*corev1.Secret
 	// certificate is the client Certificate of spec.tls.certificate as the
 	// API server holds it; nil when absent. certificateWrite is what to
@@ -165,6 +166,9 @@ func (g *gatherer) gather(ctx context.Context, nc *clusterv1beta1.NatsCluster, n
 	}
 	if err == nil {
 		err = g.gatherTLS(ctx, f, now)
+	}
+	if err == nil {
+		err = g.gatherLeafCredentials(ctx, f)
 	}
 	var refErr *referenceError
 	var nce *notControlledError
@@ -417,24 +421,9 @@ func (g *gatherer) gatherAuth(ctx context.Context, f *facts, now time.Time) erro
 		trust.Accounts = append(trust.Accounts, render.AccountTrust{Name: at.Name, PublicKey: at.Spec.PublicKey, JWT: at.Spec.JWT})
 	}
 	if sc := auth.SystemCredentials; sc != nil {
-		key := sc.SecretKeyRef.Key
-		if key == "" {
-			key = "user.creds"
-		}
-		secret, err := g.src.API.Secret(ctx, nc.Namespace, sc.SecretKeyRef.Name)
-		if apierrors.IsNotFound(err) {
-			return &referenceError{clusterv1beta1.ReasonCredentialsNotFound, fmt.Sprintf(
-				"Secret %s/%s named by spec.auth.systemCredentials does not exist: create it with the creds file of a system account user under key %q",
-				nc.Namespace, sc.SecretKeyRef.Name, key)}
-		}
+		creds, err := g.credsFile(ctx, nc, sc.SecretKeyRef, "spec.auth.systemCredentials", "the creds file of a system account user")
 		if err != nil {
 			return err
-		}
-		creds, ok := secret.Data[key]
-		if !ok || len(creds) == 0 {
-			return &referenceError{clusterv1beta1.ReasonCredentialsNotFound, fmt.Sprintf(
-				"Secret %s/%s named by spec.auth.systemCredentials has no key %q: add the creds file of a system account user under it",
-				nc.Namespace, sc.SecretKeyRef.Name, key)}
 		}
 		f.systemCreds = creds
 	} else if sk := ot.Spec.SystemAccountSigningKey; sk != nil {
@@ -446,6 +435,30 @@ func (g *gatherer) gatherAuth(ctx context.Context, f *facts, now time.Time) erro
 	}
 	f.trust = trust
 	return nil
+}
+
+// credsFile reads the creds file at sel (key default user.creds), named
+// by field; a Secret or key missing is a referenceError
+// (CredentialsNotFound) saying to put what there.
+func (g *gatherer) credsFile(ctx context.Context, nc *clusterv1beta1.NatsCluster, sel clusterv1beta1.SecretKeySelector, field, what string) ([]byte, error) {
+	key := sel.Key
+	if key == "" {
+		key = "user.creds"
+	}
+	secret, err := g.src.API.Secret(ctx, nc.Namespace, sel.Name)
+	if apierrors.IsNotFound(err) {
+		return nil, &referenceError{clusterv1beta1.ReasonCredentialsNotFound, fmt.Sprintf(
+			"Secret %s/%s named by %s does not exist: create it with %s under key %q", nc.Namespace, sel.Name, field, what, key)}
+	}
+	if err != nil {
+		return nil, err
+	}
+	creds := secret.Data[key]
+	if len(creds) == 0 {
+		return nil, &referenceError{clusterv1beta1.ReasonCredentialsNotFound, fmt.Sprintf(
+			"Secret %s/%s named by %s has no key %q: add %s under it", nc.Namespace, sel.Name, field, key, what)}
+	}
+	return creds, nil
 }
 
 // gatherSystemUser reads the system user Secret of a cluster without auth,

@@ -103,28 +103,24 @@ func TestLeafNodesAreRenderedAndLoadInNatsServer(t *testing.T) {
 			t.Fatalf("%s: nats-server reads leafnodes port %d with %d remotes", s.Name, o.LeafNode.Port, len(o.LeafNode.Remotes))
 		}
 		hub, cloud := o.LeafNode.Remotes[0], o.LeafNode.Remotes[1]
-		if len(hub.URLs) != 1 || hub.URLs[0].String() != "nats://hub-headless.core.svc:7422" || hub.Credentials != "/etc/nats-leaf/hub.creds" {
+		if len(hub.URLs) != 1 || hub.URLs[0].String() != "nats://hub-headless.core.svc:7422" || hub.Credentials != "/etc/nats-config/leaf-hub.creds" {
 			t.Errorf("%s: remote hub %v credentials %q", s.Name, hub.URLs, hub.Credentials)
 		}
 		if len(cloud.URLs) != 1 || cloud.URLs[0].String() != "tls://connect.example.com:7422" || cloud.LocalAccount != "APP" || cloud.Credentials != "" {
 			t.Errorf("%s: remote cloud %v account %q credentials %q", s.Name, cloud.URLs, cloud.LocalAccount, cloud.Credentials)
 		}
-		if !s.Facts.LeafnodesAccept || s.Facts.LeafnodeRemotes != "nats://hub-headless.core.svc:7422 credentials=/etc/nats-leaf/hub.creds; tls://connect.example.com:7422 account=APP" {
+		if !s.Facts.LeafnodesAccept || s.Facts.LeafnodeRemotes != "nats://hub-headless.core.svc:7422 credentials=/etc/nats-config/leaf-hub.creds; tls://connect.example.com:7422 account=APP" {
 			t.Errorf("%s: facts accept %t remotes %q", s.Name, s.Facts.LeafnodesAccept, s.Facts.LeafnodeRemotes)
 		}
 		pod := s.StatefulSet.Spec.Template.Spec
 		if !slices.ContainsFunc(pod.Containers[0].Ports, func(p corev1.ContainerPort) bool { return p.Name == "leafnodes" && p.ContainerPort == 7422 }) {
 			t.Errorf("%s: no leafnodes port on the container", s.Name)
 		}
-		if !slices.ContainsFunc(pod.Containers[0].VolumeMounts, func(m corev1.VolumeMount) bool {
-			return m.Name == "leaf-credentials" && m.MountPath == "/etc/nats-leaf" && m.ReadOnly
+		i := slices.IndexFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == render.ConfigVolumeName })
+		if i < 0 || pod.Volumes[i].Projected == nil || !slices.ContainsFunc(pod.Volumes[i].Projected.Sources, func(p corev1.VolumeProjection) bool {
+			return p.Secret != nil && p.Secret.Name == "leaf-leaf-credentials" && p.Secret.Optional != nil && *p.Secret.Optional && len(p.Secret.Items) == 0
 		}) {
-			t.Errorf("%s: the leaf credentials are not mounted at /etc/nats-leaf", s.Name)
-		}
-		i := slices.IndexFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == "leaf-credentials" })
-		if i < 0 || pod.Volumes[i].Projected == nil || len(pod.Volumes[i].Projected.Sources) != 1 ||
-			pod.Volumes[i].Projected.Sources[0].Secret.Name != "hub-creds" || pod.Volumes[i].Projected.Sources[0].Secret.Items[0] != (corev1.KeyToPath{Key: "leaf.creds", Path: "hub.creds"}) {
-			t.Errorf("%s: the leaf credentials volume is not the Secret hub-creds' leaf.creds as hub.creds", s.Name)
+			t.Errorf("%s: the config volume does not project the Secret leaf-leaf-credentials (optional, every key)", s.Name)
 		}
 	}
 	if !slices.ContainsFunc(out.HeadlessService.Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == "leafnodes" && p.Port == 7422 }) {

@@ -18,13 +18,61 @@ const LeafNodePort int32 = clusterv1beta1.LeafNodePort
 // LeafNodePortName is the name of the leaf port (container, Services).
 const LeafNodePortName = "leafnodes"
 
-// LeafCredentialsVolumeName and LeafCredentialsDir are the volume of the
-// leaf remotes' creds files and where the nats container mounts it: the
-// creds of remote <name> are <LeafCredentialsDir>/<name>.creds.
-const (
-	LeafCredentialsVolumeName = "leaf-credentials"
-	LeafCredentialsDir        = "/etc/nats-leaf"
-)
+// LeafCredentialsSuffix names the Secret <name>-leaf-credentials the
+// controller keeps for a cluster with leaf remotes that have credentials:
+// a copy of each remote's creds file under LeafCredentialsKey(remote). The
+// config volume projects it (optional: it need not exist), so the creds
+// files sit next to nats.conf (ConfigDir) and reach the server in the same
+// atomic update as the config that names them, and adding a remote with
+// credentials changes no pod template (a reload, not a restart). See
+// LeafCredentialsProjected for which clusters project it.
+const LeafCredentialsSuffix = "-leaf-credentials"
+
+// LeafCredentialsSecretName is the Secret <name>-leaf-credentials.
+func LeafCredentialsSecretName(cluster string) string { return cluster + LeafCredentialsSuffix }
+
+// LeafCredentialsKey is the key of remote's creds file in the Secret
+// <name>-leaf-credentials, and its file name in ConfigDir.
+func LeafCredentialsKey(remote string) string { return "leaf-" + remote + ".creds" }
+
+// LeafCredentialsProjected says whether the servers' config volume
+// projects the Secret <name>-leaf-credentials: for a cluster with a leaf
+// remote with credentials, for a new cluster (no StatefulSet yet), so
+// that credentials added later reload, and for one whose StatefulSets
+// project it already, so that it stays. A cluster an earlier release made
+// keeps its pod template until a remote with credentials needs the
+// Secret: then its servers restart once, one at a time.
+func LeafCredentialsProjected(nc *clusterv1beta1.NatsCluster, running []RunningServer) bool {
+	if l := nc.Spec.LeafNodes; l != nil && slices.ContainsFunc(l.Remotes, func(r clusterv1beta1.LeafNodeRemote) bool { return r.Credentials != nil }) {
+		return true
+	}
+	created := false
+	for _, r := range running {
+		if r.StatefulSet == nil {
+			continue
+		}
+		created = true
+		if projectsSecret(r.StatefulSet.Spec.Template.Spec.Volumes, LeafCredentialsSecretName(nc.Name)) {
+			return true
+		}
+	}
+	return !created
+}
+
+// projectsSecret says the config volume of volumes projects Secret name.
+func projectsSecret(volumes []corev1.Volume, name string) bool {
+	for _, v := range volumes {
+		if v.Name != ConfigVolumeName || v.Projected == nil {
+			continue
+		}
+		for _, s := range v.Projected.Sources {
+			if s.Secret != nil && s.Secret.Name == name {
+				return true
+			}
+		}
+	}
+	return false
+}
 
 // leafNodesConfig is nats.conf's leafnodes block.
 type leafNodesConfig struct {
@@ -76,39 +124,11 @@ func leafNodesOf(nc *clusterv1beta1.NatsCluster) (*leafNodesConfig, error) {
 			}
 		}
 		if r.Credentials != nil {
-			remote.Credentials = LeafCredentialsDir + "/" + r.Name + ".creds"
+			remote.Credentials = ConfigDir + "/" + LeafCredentialsKey(r.Name)
 		}
 		out.Remotes = append(out.Remotes, remote)
 	}
 	return out, nil
-}
-
-// leafCredentialsVolume projects every remote's creds Secret key to
-// <name>.creds; nil when no remote has credentials.
-func leafCredentialsVolume(spec *clusterv1beta1.NatsClusterSpec) *corev1.Volume {
-	if spec.LeafNodes == nil {
-		return nil
-	}
-	var sources []corev1.VolumeProjection
-	for _, r := range spec.LeafNodes.Remotes {
-		if r.Credentials == nil {
-			continue
-		}
-		key := r.Credentials.Key
-		if key == "" {
-			key = "user.creds"
-		}
-		sources = append(sources, corev1.VolumeProjection{Secret: &corev1.SecretProjection{
-			LocalObjectReference: corev1.LocalObjectReference{Name: r.Credentials.Name},
-			Items:                []corev1.KeyToPath{{Key: key, Path: r.Name + ".creds"}},
-		}})
-	}
-	if len(sources) == 0 {
-		return nil
-	}
-	return &corev1.Volume{Name: LeafCredentialsVolumeName, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
-		Sources: sources, DefaultMode: ptr(int32(0o400)),
-	}}}
 }
 
 // listen is LeafnodesAccept of the facts; remotes LeafnodeRemotes: each

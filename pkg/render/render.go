@@ -247,6 +247,7 @@ func renderObjects(in Input) (*Output, error) {
 		Auth:            auth,
 	}
 
+	leafCredentials := LeafCredentialsProjected(nc, in.Running)
 	// First pass: everything without the revisions.
 	for i := range n {
 		c := shared.server(nc, i, operatorJWT)
@@ -254,7 +255,7 @@ func renderObjects(in Input) (*Output, error) {
 		if err != nil {
 			return nil, fmt.Errorf("render: encoding the config of %s: %w", ServerName(nc.Name, i), err)
 		}
-		sts, err := statefulSet(nc, i, "", in.TLS)
+		sts, err := statefulSet(nc, i, "", in.TLS, leafCredentials)
 		if err != nil {
 			return nil, err
 		}

@@ -179,7 +179,11 @@ func TestObjectsOfThePreviousReleaseKeepTheirRevision(t *testing.T) {
 func TestARevisionIsKeptOnlyByTheServersThatEqualTheirTarget(t *testing.T) {
 	objs, running := legacy(t, "jetstream-claim.yaml")
 	legacyRev := objs.Cluster.Status.Config.Revision
-	fresh, err := render.Render(render.Input{Cluster: objs.Cluster})
+	// The computed revisions of the cluster as it exists (its StatefulSets
+	// project no leaf credentials Secret, unlike a new cluster's), none
+	// kept: a running server beyond the spec's, whose revision nobody keeps.
+	beyond := render.RunningServer{Ordinal: 99, StatefulSet: running[0].StatefulSet}
+	fresh, err := render.Render(render.Input{Cluster: objs.Cluster, Running: []render.RunningServer{beyond}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ const (
 // set to rev ("" while the revision is being computed). Fields the API
 // server would default are set to those defaults, so that the StatefulSet
 // read back compares equal (apiequality.Semantic) to the rendered one.
-func statefulSet(nc *clusterv1beta1.NatsCluster, ordinal int32, rev string, tls TLS) (*appsv1.StatefulSet, error) {
+func statefulSet(nc *clusterv1beta1.NatsCluster, ordinal int32, rev string, tls TLS, leafCredentials bool) (*appsv1.StatefulSet, error) {
 	name := ServerName(nc.Name, ordinal)
 	spec := &nc.Spec
 	labels := ServerLabels(nc.Name, ordinal)
@@ -79,12 +79,8 @@ func statefulSet(nc *clusterv1beta1.NatsCluster, ordinal int32, rev string, tls 
 	}
 
 	volumes := []corev1.Volume{
-		{Name: ConfigVolumeName, VolumeSource: configVolume(ConfigMapName(nc.Name, ordinal), tls)},
+		{Name: ConfigVolumeName, VolumeSource: configVolume(nc.Name, ConfigMapName(nc.Name, ordinal), tls, leafCredentials)},
 		{Name: PidVolumeName, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
-	}
-	if v := leafCredentialsVolume(spec); v != nil {
-		volumes = append(volumes, *v)
-		container.VolumeMounts = append(container.VolumeMounts, corev1.VolumeMount{Name: LeafCredentialsVolumeName, MountPath: LeafCredentialsDir, ReadOnly: true})
 	}
 	var claims []corev1.PersistentVolumeClaim
 	if js := spec.JetStream; js != nil && js.VolumeClaimTemplate != nil {

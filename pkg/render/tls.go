@@ -109,11 +109,13 @@ func tlsProjections(f *TLSFiles, dir string) []corev1.VolumeProjection {
 	return out
 }
 
-// configVolume is the config volume: the server's ConfigMap, and with TLS a
-// projected volume of the ConfigMap and the TLS Secrets. A cluster without
-// TLS keeps the ConfigMap volume of before, so its template is unchanged.
-func configVolume(configMap string, tls TLS) corev1.VolumeSource {
-	if tls.Routes == nil && tls.Client == nil {
+// configVolume is the config volume: the server's ConfigMap, and with TLS
+// or leafCredentials a projected volume of the ConfigMap, the TLS Secrets
+// and the Secret <cluster>-leaf-credentials (optional, all its keys). A
+// cluster with neither keeps the ConfigMap volume of before, so its
+// template is unchanged.
+func configVolume(cluster, configMap string, tls TLS, leafCredentials bool) corev1.VolumeSource {
+	if tls.Routes == nil && tls.Client == nil && !leafCredentials {
 		return corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 			LocalObjectReference: corev1.LocalObjectReference{Name: configMap},
 			DefaultMode:          ptr(corev1.ConfigMapVolumeSourceDefaultMode),
@@ -127,6 +129,12 @@ func configVolume(configMap string, tls TLS) corev1.VolumeSource {
 	}
 	if tls.Client != nil {
 		sources = append(sources, tlsProjections(tls.Client, ClientTLSDir)...)
+	}
+	if leafCredentials {
+		sources = append(sources, corev1.VolumeProjection{Secret: &corev1.SecretProjection{
+			LocalObjectReference: corev1.LocalObjectReference{Name: LeafCredentialsSecretName(cluster)},
+			Optional:             ptr(true),
+		}})
 	}
 	return corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
 		Sources:     sources,

@@ -10,7 +10,7 @@ import (
 // path, which the API server refuses.
 func TestClientCAFromAnotherSecretIsProjectedFromIt(t *testing.T) {
 	files := &TLSFiles{Secret: "my-tls", CertKey: "crt", KeyKey: "key", CAKey: "ca.crt", CASecret: "demo" + ClientCASuffix, Verify: true}
-	v := configVolume("demo-0-config", TLS{Client: files})
+	v := configVolume("demo", "demo-0-config", TLS{Client: files}, false)
 	got := map[string]string{}
 	for _, src := range v.Projected.Sources {
 		if src.Secret == nil {

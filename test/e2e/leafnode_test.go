@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -24,20 +25,24 @@ var (
 	nsLeafEdge = framework.SharedNamespace("leaf-edge")
 )
 
-// A hub (3 servers, JetStream, spec.leafnodes.accept) and a leaf cluster
-// in another namespace (3 servers, JetStream in its own domain "edge"):
-// the leaf is given a remote referencing the hub, which its servers
-// reload (status.config.appliedBy Reload, no pod restarted). Then
-// LeafnodesConnected is True, every server lists a hub server in
-// status.servers[].leafnodes, and messages cross both ways: published on
-// the leaf, received on the hub, and the hub's reply received on the leaf.
+// A hub in operator mode (natscluster-auth.yaml: 3 servers, JetStream,
+// the app account, spec.leafnodes.accept) and a leaf cluster in another
+// namespace (3 servers, no auth, JetStream in its own domain "edge"). The
+// leaf is given a remote referencing the hub without credentials: the hub
+// refuses the connections, and LeafnodesConnected is False. Then the
+// remote gets the app user's creds file from a Secret of the leaf's
+// namespace. Both changes are reloads (status.config.appliedBy Reload, no
+// pod restarted). Then LeafnodesConnected is True, every server lists a hub
+// server in status.servers[].leafnodes, and messages cross both ways:
+// published on the leaf (its global account), received on the hub by a
+// client of the app account, and its reply received on the leaf.
 func TestLeafClusterConnectsToAHubByReload(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
 	hub := framework.Shared(ctx, t, nsLeafHub)
 	edge := framework.Shared(ctx, t, nsLeafEdge)
-	hub.ApplyExample(ctx, t, nsLeafHub, "natscluster-jetstream.yaml", func(o *unstructured.Unstructured) {
+	hub.ApplyExample(ctx, t, nsLeafHub, "natscluster-auth.yaml", func(o *unstructured.Unstructured) {
 		if o.GetKind() == "NatsCluster" {
 			o.SetName("hub")
 			_ = unstructured.SetNestedField(o.Object, true, "spec", "leafnodes", "accept")
@@ -54,42 +59,67 @@ func TestLeafClusterConnectsToAHubByReload(t *testing.T) {
 	pods := []string{"leaf-0-0", "leaf-1-0", "leaf-2-0"}
 	uids := edge.PodUIDs(ctx, nsLeafEdge, pods...)
 
-	patch := fmt.Sprintf(`{"spec":{"leafnodes":{"remotes":[{"name":"hub","clusterRef":{"name":"hub","namespace":%q}}]}}}`, nsLeafHub)
-	if _, err := edge.Nats.ClusterV1beta1().NatsClusters(nsLeafEdge).Patch(ctx, "leaf", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+	remote := func(credentials string) {
+		t.Helper()
+		patch := fmt.Sprintf(`{"spec":{"leafnodes":{"remotes":[{"name":"hub","clusterRef":{"name":"hub","namespace":%q}%s}]}}}`, nsLeafHub, credentials)
+		if _, err := edge.Nats.ClusterV1beta1().NatsClusters(nsLeafEdge).Patch(ctx, "leaf", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// leafnodes waits for the leaf cluster's spec to be applied by reload
+	// and LeafnodesConnected to have status want.
+	leafnodes := func(want metav1.ConditionStatus, since time.Time) {
+		t.Helper()
+		poll.Eventually(t, 3*time.Minute, 250*time.Millisecond, "LeafnodesConnected "+string(want)+" on the leaf cluster", func() error {
+			nc, err := edge.Cluster(ctx, nsLeafEdge, "leaf")
+			if err != nil {
+				return err
+			}
+			p := meta.FindStatusCondition(nc.Status.Conditions, clusterv1beta1.ConditionProgressing)
+			if p == nil || p.Reason != clusterv1beta1.ReasonUpToDate || p.ObservedGeneration != nc.Generation {
+				return fmt.Errorf("Progressing %+v", p)
+			}
+			if cfg := nc.Status.Config; cfg == nil || cfg.AppliedBy != clusterv1beta1.AppliedByReload {
+				return fmt.Errorf("status.config %+v, want appliedBy Reload", cfg)
+			}
+			c := meta.FindStatusCondition(nc.Status.Conditions, clusterv1beta1.ConditionLeafnodesConnected)
+			if c == nil || c.Status != want || c.ObservedGeneration != nc.Generation {
+				return fmt.Errorf("LeafnodesConnected %+v", c)
+			}
+			for _, s := range nc.Status.Servers {
+				connected := len(s.Leafnodes) == 1 && strings.HasPrefix(s.Leafnodes[0], "hub-")
+				if connected != (want == metav1.ConditionTrue) {
+					return fmt.Errorf("status.servers %s has leafnodes %v", s.Name, s.Leafnodes)
+				}
+			}
+			t.Logf("LeafnodesConnected %s %s: %s (%s after the change)", c.Status, c.Reason, c.Message, time.Since(since).Round(time.Millisecond))
+			return nil
+		})
+	}
+
+	// Without credentials the hub, in operator mode, refuses the leaf.
+	remote("")
+	leafnodes(metav1.ConditionFalse, time.Now())
+
+	creds, err := hub.Kube.CoreV1().Secrets(nsLeafHub).Get(ctx, "demo-app-creds", metav1.GetOptions{})
+	if err != nil {
 		t.Fatal(err)
 	}
-	added := time.Now()
-	poll.Eventually(t, 3*time.Minute, 250*time.Millisecond, "LeafnodesConnected of the leaf cluster", func() error {
-		nc, err := edge.Cluster(ctx, nsLeafEdge, "leaf")
-		if err != nil {
-			return err
-		}
-		p := meta.FindStatusCondition(nc.Status.Conditions, clusterv1beta1.ConditionProgressing)
-		if p == nil || p.Reason != clusterv1beta1.ReasonUpToDate || p.ObservedGeneration != nc.Generation {
-			return fmt.Errorf("Progressing %+v", p)
-		}
-		c := meta.FindStatusCondition(nc.Status.Conditions, clusterv1beta1.ConditionLeafnodesConnected)
-		if c == nil || c.Status != metav1.ConditionTrue {
-			return fmt.Errorf("LeafnodesConnected %+v", c)
-		}
-		for _, s := range nc.Status.Servers {
-			if len(s.Leafnodes) != 1 || !strings.HasPrefix(s.Leafnodes[0], "hub-") {
-				return fmt.Errorf("status.servers %s has leafnodes %v", s.Name, s.Leafnodes)
-			}
-		}
-		if cfg := nc.Status.Config; cfg == nil || cfg.AppliedBy != clusterv1beta1.AppliedByReload {
-			return fmt.Errorf("status.config %+v, want appliedBy Reload", cfg)
-		}
-		t.Logf("LeafnodesConnected %s: %s (%s after the remote was added)", c.Reason, c.Message, time.Since(added).Round(time.Millisecond))
-		return nil
-	})
+	if _, err := edge.Kube.CoreV1().Secrets(nsLeafEdge).Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "hub-app-creds"},
+		Data:       map[string][]byte{"user.creds": creds.Data["user.creds"]},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	remote(`,"credentials":{"name":"hub-app-creds"}`)
+	leafnodes(metav1.ConditionTrue, time.Now())
 	for pod, uid := range edge.PodUIDs(ctx, nsLeafEdge, pods...) {
 		if uids[pod] != uid {
 			t.Errorf("pod %s was restarted: adding a leaf remote reloads", pod)
 		}
 	}
 
-	onHub := framework.Connect(t, hub.PodURLs(ctx, t, nsLeafHub, "hub"))
+	onHub := framework.Connect(t, hub.PodURLs(ctx, t, nsLeafHub, "hub"), nats.UserCredentials(hub.CredsFile(ctx, t, nsLeafHub, "demo-app-creds")))
 	onLeaf := framework.Connect(t, edge.PodURLs(ctx, t, nsLeafEdge, "leaf"))
 	if _, err := onHub.Subscribe("edge.hello", func(m *nats.Msg) { _ = m.Respond([]byte("hub says hello back to " + string(m.Data))) }); err != nil {
 		t.Fatal(err)

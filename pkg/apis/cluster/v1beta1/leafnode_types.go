@@ -4,7 +4,8 @@ package v1beta1
 // leaf that connects to other clusters, or both.
 //
 // nats-server reloads the remotes a leaf connects to (added, removed, other
-// URLs or credentials): the servers reconnect without a restart. Accepting
+// URLs or credentials): the servers reconnect without a restart
+// (measured on 2.15.1 and 2.15.2). Accepting
 // leaf connections or no longer restarts the servers one at a time.
 type LeafNodesSpec struct {
 	// accept makes every server listen for leaf connections on port 7422
@@ -52,8 +53,13 @@ type LeafNodeRemote struct {
 	URLs []string `json:"urls,omitempty"`
 
 	// credentials are the creds file (a user JWT and its seed) the servers
-	// connect with, from a Secret of this namespace, mounted in every
-	// server's pod; absent, they connect without credentials.
+	// connect with, from a Secret of this namespace; absent, they connect
+	// without credentials. The controller copies it into the Secret
+	// <name>-leaf-credentials, which every server's config volume
+	// projects, so adding or changing credentials reloads the servers
+	// (for a cluster an earlier release made, the first credentials
+	// restart them once, one at a time). A new creds file in the Secret
+	// is used from the servers' next leaf connection on.
 	// +optional
 	Credentials *SecretKeySelector `json:"credentials,omitempty"`
 

@@ -35,8 +35,13 @@ type LeafNodeRemoteApplyConfiguration struct {
 	// ws:// or wss:// host:port).
 	URLs []string `json:"urls,omitempty"`
 	// credentials are the creds file (a user JWT and its seed) the servers
-	// connect with, from a Secret of this namespace, mounted in every
-	// server's pod; absent, they connect without credentials.
+	// connect with, from a Secret of this namespace; absent, they connect
+	// without credentials. The controller copies it into the Secret
+	// <name>-leaf-credentials, which every server's config volume
+	// projects, so adding or changing credentials reloads the servers
+	// (for a cluster an earlier release made, the first credentials
+	// restart them once, one at a time). A new creds file in the Secret
+	// is used from the servers' next leaf connection on.
 	Credentials *SecretKeySelectorApplyConfiguration `json:"credentials,omitempty"`
 	// account is the local account the leaf connection binds (nats-server's
 	// remote "account"): with auth, an account's public key; absent, the

@@ -25,7 +25,8 @@ package v1beta1
 // leaf that connects to other clusters, or both.
 //
 // nats-server reloads the remotes a leaf connects to (added, removed, other
-// URLs or credentials): the servers reconnect without a restart. Accepting
+// URLs or credentials): the servers reconnect without a restart
+// (measured on 2.15.1 and 2.15.2). Accepting
 // leaf connections or no longer restarts the servers one at a time.
 type LeafNodesSpecApplyConfiguration struct {
 	// accept makes every server listen for leaf connections on port 7422
