@@ -41,9 +41,15 @@ const maxNamed = 5
 //     leader, else False GroupsLeaderless.
 //  4. Every member of every group is online, and every expected JetStream
 //     server is a member of the meta group, else False MembersOffline.
-//  5. Every member is current with no lag and none is pending, and every
+//  5. Every member is current with no lag and none is pending, every
 //     clustered JetStream server names the meta leader (a restarted server
-//     names none until it has caught up), else False GroupsCatchingUp.
+//     names none until it has caught up), and no server's /healthz says it
+//     is catching up (catchingUp), else False GroupsCatchingUp. The last is
+//     what the leader's view misses: a server restarted with an empty store
+//     (an emptyDir) is listed current by the stream's leader while it is
+//     still copying the stream (measured with nats-server 2.15.2: /healthz
+//     says "JetStream stream '$G > ONE' is not current", and a restart of
+//     the leader then left the stream without one).
 //
 // Otherwise True AllGroupsCurrent. Routes are not checked: a cluster can show
 // every route while the system account's route is refused, so the meta group
@@ -164,12 +170,20 @@ func Judge(expected []string, servers []Server, groups []Group) Verdict {
 		return Verdict{Status: metav1.ConditionFalse, Reason: clusterv1beta1.ReasonMembersOffline, Message: strings.Join(parts, "; ")}
 	}
 
-	// 5. Members not current, and servers not naming the meta leader yet.
-	if behind.n > 0 || (jetStream && unaware != nil) {
+	// 5. Members not current, servers not naming the meta leader yet, and
+	// servers whose /healthz says they are catching up.
+	var unhealthy []string
+	for _, name := range expected {
+		if s := byName[name]; s.JetStream && catchingUp(s) {
+			unhealthy = append(unhealthy, name+" reports "+cutMessage(s.HealthError))
+		}
+	}
+	if behind.n > 0 || (jetStream && unaware != nil) || len(unhealthy) > 0 {
 		var parts []string
 		if jetStream && unaware != nil {
 			parts = append(parts, strings.Join(unaware, ", ")+" not naming the meta leader "+meta.Leader+" yet")
 		}
+		parts = append(parts, unhealthy...)
 		if behind.n > 0 {
 			msg := strings.Join(sortedKeys(behindServers), ", ") + " catching up in " + behind.message("")
 			if maxLag > 0 {
@@ -182,6 +196,21 @@ func Judge(expected []string, servers []Server, groups []Group) Verdict {
 
 	return Verdict{Status: metav1.ConditionTrue, Reason: clusterv1beta1.ReasonAllGroupsCurrent,
 		Message: fmt.Sprintf("every Raft group has a leader and every member is current (%d servers, %d groups)", len(expected), len(groups))}
+}
+
+// catchingUp says a server's /healthz reports one of its streams or
+// consumers catching up, or its meta group not current: nats-server's
+// "JetStream stream '<account> > <stream>' is not current: stream catching
+// up" (and the same of a consumer) and "JetStream is not current with the
+// meta leader". Other /healthz errors (a write error, an expired account)
+// are not judged here: they are no catch-up a step could wait for.
+func catchingUp(s *Server) bool {
+	if s.Healthy || s.HealthError == "" {
+		return false
+	}
+	e := s.HealthError
+	return (strings.HasPrefix(e, "JetStream stream '") || strings.HasPrefix(e, "JetStream consumer '")) && strings.HasSuffix(e, "catching up") ||
+		strings.HasPrefix(e, "JetStream is not current with the meta leader")
 }
 
 // names counts groups and keeps the labels of the first few.

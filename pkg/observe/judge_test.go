@@ -163,6 +163,29 @@ func TestJudge(t *testing.T) {
 			message: "demo-1 catching up in 1 group: stream $G/ORDERS (lag up to 42)",
 		},
 		{
+			name:     "a server whose /healthz says a stream is not current is GroupsCatchingUp, though its leader lists it current",
+			expected: three,
+			servers: []Server{answering("demo-0", "demo-0"), answering("demo-1", "demo-0"), func() Server {
+				s := answering("demo-2", "demo-0")
+				s.HealthError = "JetStream stream '$G > ONE' is not current: stream catching up"
+				return s
+			}()},
+			groups: []Group{metaGroup("demo-0", all...), streamGroup("ONE", "demo-0", all...)},
+			status: metav1.ConditionFalse, reason: clusterv1beta1.ReasonGroupsCatchingUp,
+			message: "demo-2 reports JetStream stream '$G > ONE' is not current: stream catching up",
+		},
+		{
+			name:     "another /healthz error is not judged",
+			expected: three,
+			servers: []Server{answering("demo-0", "demo-0"), answering("demo-1", "demo-0"), func() Server {
+				s := answering("demo-2", "demo-0")
+				s.HealthError = "JetStream account \"A\" is expired"
+				return s
+			}()},
+			groups: []Group{metaGroup("demo-0", all...)},
+			status: metav1.ConditionTrue, reason: clusterv1beta1.ReasonAllGroupsCurrent,
+		},
+		{
 			name:     "a member current but with lag is GroupsCatchingUp",
 			expected: three, servers: healthy,
 			groups: []Group{metaGroup("demo-0", with(all, "demo-1", func(m *Member) { m.Lag = 1 })...)},

@@ -24,6 +24,11 @@
 //     through pkg/observe's system client.
 //   - tls_matrix_test.go: route and client TLS rolled out, reloaded,
 //     rotated, and monitored.
+//   - gateway_matrix_test.go: the gateway matrix (TestGatewayMatrix): a
+//     supercluster of two clusters, east rolling a change of spec.gateway
+//     under an R3 stream placed in west; and TestJoiningWithAMetaGroupOfItsOwn.
+//     Every gateway case, and every leafnode case of the route and reload
+//     matrices, runs on 2.15.2 and again on 2.15.1 ("(2.15.1)" in its name).
 //   - leader_restart_pause_test.go: a measurement, run only with
 //     -measure-pause (the README quotes it).
 //   - natsproc_test.go, systemuser_probe_test.go, helpers_test.go: the

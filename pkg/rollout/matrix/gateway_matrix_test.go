@@ -78,7 +78,7 @@ func gatewayCases() []gatewayCase {
 	advertise := func(g *clusterv1beta1.GatewaySpec) { g.Advertise = "east-gateway.example.com:7222" }
 	one := func(k ChangeKind) []ChangeKind { return []ChangeKind{k} }
 	superWest := west(rendertest.Gateway(toEast))
-	return []gatewayCase{
+	cases := []gatewayCase{
 		// JetStream on either side holds this change with OwnMetaGroup
 		// (TestJoiningWithAMetaGroupOfItsOwn); without it, it splits.
 		{"add the gateway, no JetStream", one(ChangeGateway), east(noJetStream), east(noJetStream, rendertest.Gateway(toWest)), west(noJetStream, rendertest.Gateway(toEast))},
@@ -88,8 +88,14 @@ func gatewayCases() []gatewayCase {
 		{"a remote added", one(ChangeGatewayRemotes), east(rendertest.Gateway()), east(rendertest.Gateway(toWest)), superWest},
 		{"reject unknown clusters", one(ChangeGatewayRemotes), east(rendertest.Gateway(toWest)), east(gateway(reject, toWest)), superWest},
 		{"advertise an address", one(ChangeGatewayRemotes), east(rendertest.Gateway(toWest)), east(gateway(advertise, toWest)), superWest},
-		{"patch version up, in a supercluster", one(ChangeVersion), east(rendertest.Version("2.15.1"), rendertest.Gateway(toWest)), east(rendertest.Version("2.15.2"), rendertest.Gateway(toWest)), superWest},
 	}
+	// Every case again with all six servers on the older patch release.
+	for _, c := range slices.Clone(cases) {
+		cases = append(cases, gatewayCase{c.name + " (" + olderPatchRelease + ")", c.kinds,
+			onVersion(olderPatchRelease, c.old), onVersion(olderPatchRelease, c.new), onVersion(olderPatchRelease, c.west)})
+	}
+	return append(cases, gatewayCase{"patch version up, in a supercluster", one(ChangeVersion),
+		east(rendertest.Version(olderPatchRelease), rendertest.Gateway(toWest)), east(rendertest.Version("2.15.2"), rendertest.Gateway(toWest)), superWest})
 }
 
 // TestGatewayMatrixCases checks the cases without starting a server: each
@@ -179,8 +185,8 @@ func TestGatewayMatrix(t *testing.T) {
 		}
 	})
 	var b strings.Builder
-	fmt.Fprintf(&b, "\n%-38s | %-15s | %-13s | %-13s | %-7s | %-11s | %-8s | %-20s | %s\n", "change of east", "kind", "2 old + 1 new", "1 old + 2 new", "all new", "stream kept", "SIGHUP", "found", "planner")
-	fmt.Fprintf(&b, "%s\n", strings.Repeat("-", 150))
+	fmt.Fprintf(&b, "\n%-48s | %-15s | %-13s | %-13s | %-7s | %-11s | %-8s | %-20s | %s\n", "change of east", "kind", "2 old + 1 new", "1 old + 2 new", "all new", "stream kept", "SIGHUP", "found", "planner")
+	fmt.Fprintf(&b, "%s\n", strings.Repeat("-", 160))
 	for _, c := range cases {
 		row, ok := rows[c.name]
 		if !ok {
@@ -188,7 +194,7 @@ func TestGatewayMatrix(t *testing.T) {
 		}
 		for _, k := range c.kinds {
 			e := EffectOf(k)
-			fmt.Fprintf(&b, "%-38s | %-15s | %-13s | %-13s | %-7s | %-11s | %-8s | %-20s | %s\n", c.name, k,
+			fmt.Fprintf(&b, "%-48s | %-15s | %-13s | %-13s | %-7s | %-11s | %-8s | %-20s | %s\n", c.name, k,
 				row.phases[0], row.phases[1], row.phases[2], row.streamKeptString(), row.reloadString(), classification(row.splits, row.resets), classification(e.Splits, e.ResetsJetStream))
 			if row.reloadTried && (e.Reloads || e.ReloadsWithoutAuth) != row.reloaded {
 				t.Errorf("%s (%s): the planner says it reloads: %t; nats-server accepted the reload: %t (%s)", c.name, k, e.Reloads || e.ReloadsWithoutAuth, row.reloaded, row.reloadError)

@@ -158,7 +158,7 @@ func matrixCases(t testing.TB, tr *matrixTrust) []matrixCase {
 	memResolver := rendertest.Resolver(clusterv1beta1.ResolverMemory)
 	one := func(k ChangeKind) []ChangeKind { return []ChangeKind{k} }
 
-	return []matrixCase{
+	return append([]matrixCase{
 		{"add auth", one(ChangeAddAuth), spec(), authed(tr.a)},
 		{"remove auth", one(ChangeRemoveAuth), authed(tr.a), spec()},
 		{"another NATS operator", one(ChangeOperator), authed(tr.a), authed(tr.b)},
@@ -201,9 +201,16 @@ func matrixCases(t testing.TB, tr *matrixTrust) []matrixCase {
 		// neither ("config reload not supported for LameDuckGracePeriod").
 		{"lame duck grace shortened", one(ChangeLameDuck), spec(), spec(rendertest.LameDuck("30s", "1s"))},
 		{"lame duck duration longer", one(ChangeLameDuck), spec(), spec(rendertest.LameDuck("45s", ""))},
-		// A leaf hub's listener, and a leaf remote (to a hub that refuses
-		// every connection: what is measured is the servers of this
-		// cluster, side by side and reloaded; test/e2e connects a leaf).
+	}, onBothPatchReleases(leafCases(spec))...)
+}
+
+// leafCases are the cases of spec.leafnodes: a leaf hub's listener, and a
+// leaf remote (to a hub that refuses every connection: what is measured is
+// the servers of this cluster, side by side and reloaded; test/e2e
+// connects a leaf).
+func leafCases(spec func(...rendertest.ClusterOption) matrixSpec) []matrixCase {
+	one := func(k ChangeKind) []ChangeKind { return []ChangeKind{k} }
+	return []matrixCase{
 		{"accept leaf connections", one(ChangeLeafnodesAccept), spec(), spec(rendertest.LeafNodes(true))},
 		{"stop accepting leaf connections", one(ChangeLeafnodesAccept), spec(rendertest.LeafNodes(true)), spec()},
 		{"a leaf remote added", one(ChangeLeafnodeRemotes), spec(), spec(rendertest.LeafNodes(false, leafRemote("hub", "nats://127.0.0.1:1")))},
@@ -211,6 +218,29 @@ func matrixCases(t testing.TB, tr *matrixTrust) []matrixCase {
 		{"a leaf remote's URLs changed", one(ChangeLeafnodeRemotes), spec(rendertest.LeafNodes(false, leafRemote("hub", "nats://127.0.0.1:1"))),
 			spec(rendertest.LeafNodes(false, leafRemote("hub", "nats://127.0.0.1:1", "nats://127.0.0.1:2")))},
 	}
+}
+
+// olderPatchRelease is the other nats-server release the matrices run
+// every gateway and leafnode case on, besides the default one
+// (rendertest's), so that a release that answers differently fails a case.
+const olderPatchRelease = "2.15.1"
+
+// onVersion is s with every server on version.
+func onVersion(version string, s matrixSpec) matrixSpec {
+	s.cluster = s.cluster.DeepCopy()
+	s.cluster.Spec.Version = version
+	return s
+}
+
+// onBothPatchReleases is cases as they are (on rendertest's default
+// version) and each again with both specs on olderPatchRelease, named
+// "<case> (2.15.1)".
+func onBothPatchReleases(cases []matrixCase) []matrixCase {
+	out := slices.Clone(cases)
+	for _, c := range cases {
+		out = append(out, matrixCase{c.name + " (" + olderPatchRelease + ")", c.kinds, onVersion(olderPatchRelease, c.old), onVersion(olderPatchRelease, c.new)})
+	}
+	return out
 }
 
 // serverFacts are the planner's facts of a rendered server, as render

@@ -63,8 +63,8 @@ func TestRouteCompatibilityMatrix(t *testing.T) {
 	})
 
 	var b strings.Builder
-	fmt.Fprintf(&b, "\n%-27s | %-24s | %-13s | %-13s | %-7s | %-11s | %-24s | %s\n", "change", "kind", "2 old + 1 new", "1 old + 2 new", "all new", "stream kept", "found", "planner")
-	fmt.Fprintf(&b, "%s\n", strings.Repeat("-", 150))
+	fmt.Fprintf(&b, "\n%-40s | %-24s | %-13s | %-13s | %-7s | %-11s | %-24s | %s\n", "change", "kind", "2 old + 1 new", "1 old + 2 new", "all new", "stream kept", "found", "planner")
+	fmt.Fprintf(&b, "%s\n", strings.Repeat("-", 160))
 	for _, c := range cases {
 		row, ok := rows[c.name]
 		if !ok {
@@ -80,7 +80,7 @@ func TestRouteCompatibilityMatrix(t *testing.T) {
 			if i > 0 {
 				name = ""
 			}
-			fmt.Fprintf(&b, "%-27s | %-24s | %-13s | %-13s | %-7s | %-11s | %-24s | %s\n", name, k,
+			fmt.Fprintf(&b, "%-40s | %-24s | %-13s | %-13s | %-7s | %-11s | %-24s | %s\n", name, k,
 				row.phases[0], row.phases[1], row.phases[2], row.streamKeptString(), classification(row.splits, row.resets), classification(e.Splits, e.ResetsJetStream))
 			if e.Splits != row.splits || e.ResetsJetStream != row.resets {
 				t.Errorf("%s (%s): the planner classifies it %s, real servers %s", c.name, k, classification(e.Splits, e.ResetsJetStream), classification(row.splits, row.resets))

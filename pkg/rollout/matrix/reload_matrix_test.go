@@ -278,7 +278,7 @@ func reloadOnlyCases(t testing.TB) []reloadCase {
 	full := rendertest.Resolver(clusterv1beta1.ResolverFull)
 	cache := rendertest.Resolver(clusterv1beta1.ResolverCache)
 	mem := rendertest.Resolver(clusterv1beta1.ResolverMemory)
-	return []reloadCase{
+	cases := []reloadCase{
 		// The memory resolver: every day-2 kind that reloads without auth,
 		// and accounts added and removed, in operator mode.
 		{matrixCase{"other server tags, memory resolver", one(ChangeServerTags), authed(app, mem), authed(app, mem, rendertest.ServerTag("region", "east"))}, withApp, probe},
@@ -307,9 +307,13 @@ func reloadOnlyCases(t testing.TB) []reloadCase {
 		{matrixCase{"new route certificate, with auth", one(ChangeRouteCertificate), routeTLS(authed(app)), rotatedRoutes(routeTLS(authed(app)))}, withApp, probe},
 		{matrixCase{"new client certificate, with auth", one(ChangeClientCertificate), clientTLS(authed(app)), rotatedClient(clientTLS(authed(app)))}, withApp, probe},
 		{matrixCase{"new route certificate, with the system user", one(ChangeRouteCertificate), routeTLS(sys(spec())), rotatedRoutes(routeTLS(sys(spec())))}, noAuth, reloadProbe{}},
-		{matrixCase{"a leaf remote added, with auth", one(ChangeLeafnodeRemotes), authed(app), authed(app, rendertest.LeafNodes(false,
-			clusterv1beta1.LeafNodeRemote{Name: "hub", URLs: []string{"nats://127.0.0.1:1"}, Account: app[0].PublicKey}))}, withApp, probe},
 	}
+	leaf := matrixCase{"a leaf remote added, with auth", one(ChangeLeafnodeRemotes), authed(app), authed(app, rendertest.LeafNodes(false,
+		clusterv1beta1.LeafNodeRemote{Name: "hub", URLs: []string{"nats://127.0.0.1:1"}, Account: app[0].PublicKey}))}
+	for _, c := range onBothPatchReleases([]matrixCase{leaf}) {
+		cases = append(cases, reloadCase{c, withApp, probe})
+	}
+	return cases
 }
 
 // tlsNotReloaded says why turning route or client TLS on or off is not a
