@@ -232,6 +232,7 @@ func New(ctx context.Context, o Options) *Controller {
 	handle(inf.Secrets.Informer(), func(obj interface{}) {
 		c.enqueueReferrers(obj)
 		c.enqueueOwner(obj) // the system user Secret
+		c.enqueueGatewayReferrers(obj)
 	})
 	if _, err := inf.Secrets.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: c.api.secrets.forget}); err != nil {
 		utilruntime.Must(err)
@@ -422,6 +423,36 @@ func (c *Controller) enqueueReferrers(obj interface{}) {
 	}
 }
 
+// enqueueGatewayReferrers enqueues, for a Secret, every NatsCluster with
+// spec.gateway.tls and a remote by clusterRef in the Secret's namespace:
+// the remote's routes CA Secret is in its gateway CA bundle
+// (gatherGatewayTLS). Every such Secret event of that namespace enqueues
+// them; the sync finds whether the bundle changed.
+func (c *Controller) enqueueGatewayReferrers(obj interface{}) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	o, ok := obj.(metav1.Object)
+	if !ok {
+		return
+	}
+	ncs, err := c.gatherer.src.Clusters.List(everything)
+	if err != nil {
+		return
+	}
+	for _, nc := range ncs {
+		g := nc.Spec.Gateway
+		if g == nil || g.TLS == nil {
+			continue
+		}
+		if slices.ContainsFunc(g.Remotes, func(r clusterv1beta1.GatewayRemote) bool {
+			return r.ClusterRef != nil && cmp.Or(r.ClusterRef.Namespace, nc.Namespace) == o.GetNamespace()
+		}) {
+			c.queue.Add(cache.MetaObjectToName(nc))
+		}
+	}
+}
+
 // isSecret reports whether obj is a Secret: a whole one, or its metadata
 // as the Secrets informer holds it (secrets.go; the only metadata-only
 // informer, whose items carry no Secret kind).
@@ -441,6 +472,9 @@ func refersTo(nc *clusterv1beta1.NatsCluster, obj interface{}, name string) bool
 			return true
 		}
 		if t := nc.Spec.TLS; t != nil && t.Secret != nil && t.Secret.Name == name {
+			return true
+		}
+		if g := nc.Spec.Gateway; g != nil && g.TLS != nil && g.TLS.CASecret != nil && g.TLS.CASecret.Name == name {
 			return true
 		}
 		if l := nc.Spec.LeafNodes; l != nil && slices.ContainsFunc(l.Remotes, func(r clusterv1beta1.LeafNodeRemote) bool {

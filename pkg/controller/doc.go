@@ -70,6 +70,16 @@
 // roll out at once (supercluster.go). Either refusing is a wait reported
 // in Progressing, not an error.
 //
+// Secrets the controller keeps for a cluster and writes before any server
+// (tlsSecrets, write.go's first writer): the route TLS CA and certificate
+// (gather_tls.go, tls.go), the controller's client CA (gather_tls.go), the
+// gateway CA bundle of spec.gateway.tls (gather_gateway.go: its own routes
+// CA, each clusterRef remote's, caSecret's; a Secret event in a remote's
+// namespace enqueues the clusters naming it), and the copy of the leaf
+// remotes' creds files (gather_leaf.go). Each is projected into the
+// config volume, so a new one reaches the server with the config that
+// names it.
+//
 // Revisions: each server's ConfigMap carries the config revision (in
 // nats.conf), its pod template the template revision and the config revision
 // the pod was last restarted for; a restart step writes the ConfigMap, then

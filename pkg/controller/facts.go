@@ -51,8 +51,9 @@ func (f *facts) clone() *facts {
 	}
 	c.freshSystemUser = f.freshSystemUser.DeepCopy()
 	c.upgradedSystemUser = f.upgradedSystemUser.DeepCopy()
-	c.tls = render.TLS{Routes: copyFiles(f.tls.Routes), Client: copyFiles(f.tls.Client)}
+	c.tls = render.TLS{Routes: copyFiles(f.tls.Routes), Client: copyFiles(f.tls.Client), Gateway: copyFiles(f.tls.Gateway)}
 	c.tlsCA = slices.Clone(f.tlsCA)
+	c.routesCA = slices.Clone(f.routesCA)
 	if f.clientCert != nil {
 		c.clientCert = &pki.Pair{Cert: slices.Clone(f.clientCert.Cert), Key: slices.Clone(f.clientCert.Key)}
 	}

@@ -106,6 +106,9 @@ type facts struct {
 	// connections), nil without client TLS.
 	tls   render.TLS
 	tlsCA []byte
+	// routesCA is the PEM CA the routes' certificate chains to, nil
+	// without route TLS: the first CA of the gateway CA bundle.
+	routesCA []byte
 	// clientCert is the controller's own client certificate under
 	// spec.tls.verifyClients (gatherClientCA); nil otherwise.
 	clientCert *pki.Pair
@@ -166,6 +169,9 @@ func (g *gatherer) gather(ctx context.Context, nc *clusterv1beta1.NatsCluster, n
 	}
 	if err == nil {
 		err = g.gatherTLS(ctx, f, now)
+	}
+	if err == nil {
+		err = g.gatherGatewayTLS(ctx, f)
 	}
 	if err == nil {
 		err = g.gatherLeafCredentials(ctx, f)

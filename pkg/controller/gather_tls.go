@@ -36,11 +36,11 @@ func (g *gatherer) gatherTLS(ctx context.Context, f *facts, now time.Time) error
 	nc := f.nc
 	switch render.RouteTLSMode(nc, f.running()) {
 	case clusterv1beta1.RouteTLSGenerated:
-		files, err := g.gatherGeneratedRouteTLS(ctx, f, now)
+		files, ca, err := g.gatherGeneratedRouteTLS(ctx, f, now)
 		if err != nil {
 			return err
 		}
-		f.tls.Routes = files
+		f.tls.Routes, f.routesCA = files, ca
 	case clusterv1beta1.RouteTLSSecret:
 		ref := nc.Spec.Routes.TLS.Secret
 		files, ca, err := g.gatherTLSSecret(ctx, nc, ref, "spec.routes.tls.secret", true)
@@ -49,7 +49,7 @@ func (g *gatherer) gatherTLS(ctx context.Context, f *facts, now time.Time) error
 		}
 		files.Verify = true
 		files.CADigest = caDigests(ca)
-		f.tls.Routes = files
+		f.tls.Routes, f.routesCA = files, ca
 	}
 	if t := nc.Spec.TLS; t != nil && t.Certificate != nil {
 		return g.gatherCertificate(ctx, f, now)
@@ -169,15 +169,15 @@ func keyOr(k, def string) string {
 // gatherGeneratedRouteTLS reads the generated route TLS Secrets and makes or
 // renews what is missing or due (f.tlsSecrets); the files are those the Secret holds
 // once written.
-func (g *gatherer) gatherGeneratedRouteTLS(ctx context.Context, f *facts, now time.Time) (*render.TLSFiles, error) {
+func (g *gatherer) gatherGeneratedRouteTLS(ctx context.Context, f *facts, now time.Time) (*render.TLSFiles, []byte, error) {
 	nc := f.nc
 	caSecret, err := g.controlledSecret(ctx, nc, nc.Name+routesCASuffix)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	leafSecret, err := g.controlledSecret(ctx, nc, nc.Name+routesTLSSuffix)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var ca pki.Pair
 	newCA := false
@@ -193,14 +193,14 @@ func (g *gatherer) gatherGeneratedRouteTLS(ctx context.Context, f *facts, now ti
 			if caSecret != nil {
 				what = fmt.Sprintf("does not hold a CA certificate and key (%s, %s)", keyCA, keyCAKey)
 			}
-			return nil, &referenceError{clusterv1beta1.ReasonRouteCAMissing, fmt.Sprintf(
+			return nil, nil, &referenceError{clusterv1beta1.ReasonRouteCAMissing, fmt.Sprintf(
 				"Secret %s/%s, the CA the routes of %s trust, %s: a new CA rolled one server at a time would split the cluster "+
 					"(each server checks every new route against the CA it loaded); restore the Secret (keys %s, %s), "+
 					"or annotate the NatsCluster %s to restart every server together with a new CA",
 				nc.Namespace, nc.Name+routesCASuffix, strings.Join(runs, ", "), what, keyCA, keyCAKey, clusterv1beta1.AnnotationRestartAll)}
 		}
 		if ca, err = pki.NewCA(nc.Name+" routes CA", now); err != nil {
-			return nil, fmt.Errorf("generating the route CA of %s: %w", klog.KObj(nc), err)
+			return nil, nil, fmt.Errorf("generating the route CA of %s: %w", klog.KObj(nc), err)
 		}
 		f.tlsSecrets = append(f.tlsSecrets, ownedSecret(nc, nc.Name+routesCASuffix, caSecret, map[string][]byte{keyCA: ca.Cert, keyCAKey: ca.Key}))
 		newCA = true // a new CA needs a new certificate
@@ -215,13 +215,13 @@ func (g *gatherer) gatherGeneratedRouteTLS(ctx context.Context, f *facts, now ti
 		}
 		leaf, err := pki.Issue(ca, nc.Name+" routes", routeTLSNames(nc), now)
 		if err != nil {
-			return nil, fmt.Errorf("issuing the route certificate of %s: %w", klog.KObj(nc), err)
+			return nil, nil, fmt.Errorf("issuing the route certificate of %s: %w", klog.KObj(nc), err)
 		}
 		data = map[string][]byte{keyCert: leaf.Cert, keyKey: leaf.Key, keyCA: ca.Cert}
 		f.tlsSecrets = append(f.tlsSecrets, ownedSecret(nc, nc.Name+routesTLSSuffix, leafSecret, data))
 	}
 	return &render.TLSFiles{Secret: nc.Name + routesTLSSuffix, CertKey: keyCert, KeyKey: keyKey, CAKey: keyCA, Verify: true,
-		Digest: secretDigest(data[keyCert], data[keyKey], data[keyCA]), CADigest: caDigests(data[keyCA])}, nil
+		Digest: secretDigest(data[keyCert], data[keyKey], data[keyCA]), CADigest: caDigests(data[keyCA])}, data[keyCA], nil
 }
 
 // controlledSecret reads a Secret the cluster's controller keeps: nil when

@@ -133,6 +133,8 @@ func (f *fixture) sync() []core.Action {
 			must(inf.OperatorTrusts.Informer().GetIndexer().Add(o))
 		case *trustv1beta1.NatsAccountTrust:
 			must(inf.AccountTrusts.Informer().GetIndexer().Add(o))
+		case *clusterv1beta1.NatsCluster:
+			must(inf.Clusters.Informer().GetIndexer().Add(o))
 		}
 	}
 	must(addToCaches(inf, f.kubeObjects))

@@ -9,7 +9,10 @@ package controller
 // Route TLS Generated: the controller keeps a CA (ECDSA P-256, 10 years) in
 // the Secret <name>-routes-ca and a certificate under it for
 // *.<name>-headless.<ns>.svc[.cluster.local] (90 days, server and client
-// authentication) in <name>-routes-tls, both owned by the NatsCluster. A
+// authentication; under spec.gateway.tls also <name>-headless.<ns>.svc
+// itself, the name other clusters' gateways dial) in <name>-routes-tls,
+// both owned by the NatsCluster. Gateway TLS presents that certificate and
+// verifies other clusters against the bundle of gather_gateway.go. A
 // certificate with less than a third of its lifetime left, or one that no
 // longer verifies under the CA, is renewed under the same CA; a missing or
 // broken CA makes a new CA and certificate (which servers with the old CA
@@ -35,10 +38,16 @@ const (
 	keyCAKey        = "ca.key"
 )
 
-// routeTLSNames are the names the generated route certificate is for.
+// routeTLSNames are the names the generated route certificate is for:
+// every server's, and under spec.gateway.tls the headless Service's own,
+// which other clusters dial and verify every server of this one under.
 func routeTLSNames(nc *clusterv1beta1.NatsCluster) []string {
 	h := render.HeadlessServiceName(nc.Name) + "." + nc.Namespace + ".svc"
-	return []string{"*." + h, "*." + h + ".cluster.local"}
+	names := []string{"*." + h, "*." + h + ".cluster.local"}
+	if g := nc.Spec.Gateway; g != nil && g.TLS != nil {
+		names = append(names, h, h+".cluster.local")
+	}
+	return names
 }
 
 // writeTLS creates or updates the generated route TLS Secrets gather made

@@ -99,6 +99,9 @@ type serverMetadata struct {
 	// Secrets (TLSFiles.Digest): a new certificate is a new config.
 	RoutesCertificate string `json:"routes_certificate,omitempty"`
 	ClientCertificate string `json:"client_certificate,omitempty"`
+	// GatewayCA is the digest of the gateway CA bundle (TLSFiles.CADigest
+	// of TLS.Gateway): another bundle is a new config.
+	GatewayCA string `json:"gateway_ca,omitempty"`
 }
 
 // marshalConfig renders the config as indented JSON. nats-server's config
@@ -173,7 +176,7 @@ func newSharedConfig(nc *clusterv1beta1.NatsCluster, trust *validTrust, systemUs
 		s.routes = append(s.routes, RouteURL(nc.Name, nc.Namespace, i))
 	}
 	s.seeds = min(nc.Spec.Replicas, SeedServers)
-	if s.gateway, err = gatewayOf(nc); err != nil {
+	if s.gateway, err = gatewayOf(nc, tls); err != nil {
 		return nil, err
 	}
 	if s.leafNodes, err = leafNodesOf(nc); err != nil {
@@ -250,6 +253,9 @@ func (s *sharedConfig) server(nc *clusterv1beta1.NatsCluster, ordinal int32, ope
 	}
 	if s.tls.Client != nil {
 		c.ServerMetadata.ClientCertificate = s.tls.Client.Digest
+	}
+	if s.gateway != nil && s.gateway.TLS != nil {
+		c.ServerMetadata.GatewayCA = s.tls.Gateway.CADigest
 	}
 	if s.trust != nil {
 		c.Operator = operatorJWT

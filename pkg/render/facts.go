@@ -80,6 +80,12 @@ type Facts struct {
 	// advertise address and reject_unknown_cluster; empty without a
 	// gateway.
 	GatewayRemotes string
+	// GatewayTLS says whether the gateway block has TLS
+	// (spec.gateway.tls); GatewayCA is the digest of the CA bundle the
+	// servers verify other clusters' gateways against (server_metadata);
+	// both empty without a gateway.
+	GatewayTLS bool
+	GatewayCA  string
 	// LeafnodesAccept says whether the servers accept leaf connections
 	// (leafnodes.listen); LeafnodeRemotes are the remotes they connect to
 	// as a leaf, one canonical string (each remote's URLs, credentials
@@ -134,6 +140,7 @@ var configFields = map[string]fieldRole{
 	"server_metadata.config_revision":    rolls("the revision: what the server reports; differs on every change by design"),
 	"server_metadata.routes_certificate": fact("RoutesCertificate"),
 	"server_metadata.client_certificate": fact("ClientCertificate"),
+	"server_metadata.gateway_ca":         fact("GatewayCA"),
 	"tls":                                fact("ClientTLS"),
 	"tls.cert_file":                      rolls("a constant path"),
 	"tls.key_file":                       rolls("a constant path"),
@@ -161,6 +168,12 @@ var configFields = map[string]fieldRole{
 	"gateway.advertise":              fact("GatewayRemotes"),
 	"gateway.reject_unknown_cluster": fact("GatewayRemotes"),
 	"gateway.gateways":               fact("GatewayRemotes"),
+	"gateway.tls":                    fact("GatewayTLS"),
+	"gateway.tls.cert_file":          rolls("a constant path"),
+	"gateway.tls.key_file":           rolls("a constant path"),
+	"gateway.tls.ca_file":            rolls("a constant path: the bundle's content is GatewayCA"),
+	"gateway.tls.verify":             rolls("always true: gateways verify each other"),
+	"gateway.tls.timeout":            rolls("a constant"),
 	"leafnodes":                      rolls("present when leafnodes.listen or leafnodes.remotes is, which are the facts"),
 	"leafnodes.listen":               fact("LeafnodesAccept"),
 	"leafnodes.remotes":              fact("LeafnodeRemotes"),
@@ -190,6 +203,8 @@ func factsOf(c *serverConfig, version, operatorKey string) Facts {
 	if g := c.Gateway; g != nil {
 		f.Gateway = true
 		f.GatewayRemotes = g.canonical()
+		f.GatewayTLS = g.TLS != nil
+		f.GatewayCA = c.ServerMetadata.GatewayCA
 	}
 	f.RoutesCertificate = c.ServerMetadata.RoutesCertificate
 	f.ClientCertificate = c.ServerMetadata.ClientCertificate

@@ -1,10 +1,13 @@
 package render
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
 )
@@ -23,6 +26,7 @@ type gatewayConfig struct {
 	Advertise            string          `json:"advertise,omitempty"`
 	RejectUnknownCluster bool            `json:"reject_unknown_cluster,omitempty"`
 	Gateways             []gatewayRemote `json:"gateways,omitempty"`
+	TLS                  *tlsConfig      `json:"tls,omitempty"`
 }
 
 type gatewayRemote struct {
@@ -37,12 +41,25 @@ func GatewayURL(cluster, namespace string) string {
 	return fmt.Sprintf("nats://%s.%s.svc:%d", HeadlessServiceName(cluster), namespace, GatewayPort)
 }
 
-// gatewayOf renders spec.gateway, or nil without it. A remote named like
-// the cluster itself is a SpecError: nats-server would dial itself.
-func gatewayOf(nc *clusterv1beta1.NatsCluster) (*gatewayConfig, error) {
+// gatewayOf renders spec.gateway, or nil without it, with the TLS of
+// tls.Gateway under spec.gateway.tls. A remote named like the cluster
+// itself is a SpecError (nats-server would dial itself), and so is
+// spec.gateway.tls without route TLS (the gateway presents the routes'
+// certificate).
+func gatewayOf(nc *clusterv1beta1.NatsCluster, tls TLS) (*gatewayConfig, error) {
 	g := nc.Spec.Gateway
 	if g == nil {
 		return nil, nil
+	}
+	var gatewayTLS *tlsConfig
+	if g.TLS != nil {
+		switch {
+		case tls.Routes == nil:
+			return nil, &SpecError{Field: "spec.gateway.tls", Message: "needs route TLS: every server presents the routes' certificate to the other clusters, and spec.routes.tls is Disabled"}
+		case tls.Gateway == nil:
+			return nil, errors.New("spec.gateway.tls is set but no gateway TLS files were given")
+		}
+		gatewayTLS = tlsBlock(tls.Gateway, GatewayTLSDir)
 	}
 	name := nc.GatewayName()
 	out := &gatewayConfig{
@@ -50,6 +67,7 @@ func gatewayOf(nc *clusterv1beta1.NatsCluster) (*gatewayConfig, error) {
 		Listen:               fmt.Sprintf("0.0.0.0:%d", GatewayPort),
 		Advertise:            g.Advertise,
 		RejectUnknownCluster: g.RejectUnknownCluster,
+		TLS:                  gatewayTLS,
 	}
 	for i, r := range g.Remotes {
 		field := fmt.Sprintf("spec.gateway.remotes[%d]", i)
@@ -117,6 +135,14 @@ func validateStoredGateway(g *clusterv1beta1.GatewaySpec) error {
 	}
 	if g.Advertise != "" && !advertiseRE.MatchString(g.Advertise) {
 		return &SpecError{Field: "spec.gateway.advertise", Message: fmt.Sprintf("%q must be host:port", g.Advertise)}
+	}
+	if t := g.TLS; t != nil && t.CASecret != nil {
+		if errs := validation.IsDNS1123Subdomain(t.CASecret.Name); len(errs) > 0 {
+			return &SpecError{Field: "spec.gateway.tls.caSecret.name", Message: fmt.Sprintf("%q is no Secret name: %s", t.CASecret.Name, strings.Join(errs, "; "))}
+		}
+		if k := t.CASecret.Key; k != "" && (len(k) > 253 || !keyNameRE.MatchString(k)) {
+			return &SpecError{Field: "spec.gateway.tls.caSecret.key", Message: fmt.Sprintf("%q is no Secret key", k)}
+		}
 	}
 	seen := map[string]bool{}
 	for i, r := range g.Remotes {

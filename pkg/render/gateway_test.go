@@ -1,11 +1,19 @@
 package render_test
 
 import (
+	"bytes"
+	"crypto/tls"
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nats-operator/nats-operator/internal/pki"
 
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
 	"github.com/nats-operator/nats-operator/pkg/render"
@@ -134,4 +142,85 @@ func TestLeafNodesAreRenderedAndLoadInNatsServer(t *testing.T) {
 	if o := loadRendered(t, leaf.Servers[0].Config); o.LeafNode.Port != 0 || len(o.LeafNode.Remotes) != 1 {
 		t.Errorf("a leaf only listens on %d with %d remotes", o.LeafNode.Port, len(o.LeafNode.Remotes))
 	}
+}
+
+// spec.gateway.tls renders a gateway tls block nats-server loads, with the
+// routes' certificate and the CA bundle projected under gateway-tls and
+// the bundle's digest in server_metadata (the GatewayTLS and GatewayCA
+// facts); without route TLS it is a SpecError naming spec.gateway.tls.
+func TestGatewayTLSIsRenderedAndNeedsRouteTLS(t *testing.T) {
+	nc := rt.NewCluster("east", "demo", rt.JetStream(), rt.Gateway(rt.GatewayTo("west", "west")))
+	nc.Spec.Gateway.TLS = &clusterv1beta1.GatewayTLS{}
+	routes := &render.TLSFiles{Secret: "demo-routes-tls", CertKey: "tls.crt", KeyKey: "tls.key", CAKey: "ca.crt", Digest: "r1", CADigest: "c1", Verify: true}
+	gateway := &render.TLSFiles{Secret: "demo-routes-tls", CertKey: "tls.crt", KeyKey: "tls.key", CAKey: "ca.crt", CASecret: "demo" + render.GatewayCASuffix,
+		Digest: "r1", CADigest: "bundle1", Verify: true}
+
+	_, err := render.Render(render.Input{Cluster: nc, TLS: render.TLS{Gateway: gateway}})
+	var se *render.SpecError
+	if !errors.As(err, &se) || se.Field != "spec.gateway.tls" {
+		t.Fatalf("gateway TLS without route TLS rendered or failed otherwise: %v", err)
+	}
+	t.Logf("refused: %v", se)
+
+	out, err := render.Render(render.Input{Cluster: nc, TLS: render.TLS{Routes: routes, Gateway: gateway}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range out.Servers {
+		o := loadRenderedWithTLSFiles(t, s.Config, render.RoutesTLSDir, render.GatewayTLSDir)
+		if o.Gateway.TLSConfig == nil || o.Gateway.TLSConfig.ClientAuth != tls.RequireAndVerifyClientCert || o.Gateway.TLSConfig.RootCAs == nil {
+			t.Errorf("%s: nats-server reads no verified gateway TLS: %+v", s.Name, o.Gateway.TLSConfig)
+		}
+		if !s.Facts.GatewayTLS || s.Facts.GatewayCA != "bundle1" {
+			t.Errorf("%s: facts GatewayTLS %t GatewayCA %q", s.Name, s.Facts.GatewayTLS, s.Facts.GatewayCA)
+		}
+		var paths []string
+		for _, v := range s.StatefulSet.Spec.Template.Spec.Volumes {
+			if v.Name != render.ConfigVolumeName || v.Projected == nil {
+				continue
+			}
+			for _, p := range v.Projected.Sources {
+				if p.Secret == nil {
+					continue
+				}
+				for _, it := range p.Secret.Items {
+					paths = append(paths, p.Secret.Name+"/"+it.Key+"->"+it.Path)
+				}
+			}
+		}
+		for _, want := range []string{"demo-routes-tls/tls.crt->gateway-tls/tls.crt", "demo-routes-tls/tls.key->gateway-tls/tls.key", "demo-gateway-ca/ca.crt->gateway-tls/ca.crt"} {
+			if !slices.Contains(paths, want) {
+				t.Errorf("%s: the config volume projects %v, not %s", s.Name, paths, want)
+			}
+		}
+	}
+}
+
+// loadRenderedWithTLSFiles loads a rendered config as loadRendered does,
+// with a CA and a certificate of it written under each of dirs of the
+// config directory, which moves under a temporary directory.
+func loadRenderedWithTLSFiles(t *testing.T, cfg []byte, dirs ...string) *server.Options {
+	t.Helper()
+	root := t.TempDir()
+	now := time.Now()
+	ca, err := pki.NewCA("test CA", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := pki.Issue(ca, "test", []string{"*.demo-headless.east.svc"}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range dirs {
+		for name, b := range map[string][]byte{"tls.crt": leaf.Cert, "tls.key": leaf.Key, "ca.crt": ca.Cert} {
+			p := filepath.Join(root, render.ConfigDir, d, name)
+			if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return loadRendered(t, bytes.ReplaceAll(cfg, []byte(`"`+render.ConfigDir+`/`), []byte(`"`+root+render.ConfigDir+`/`)))
 }

@@ -9,11 +9,12 @@ import (
 // server_metadata) reach the server in one atomic update of the volume: the
 // reload that applies the config then reads the new certificate too.
 const (
-	RoutesTLSDir = "routes-tls"
-	ClientTLSDir = "client-tls"
-	tlsCertFile  = "tls.crt"
-	tlsKeyFile   = "tls.key"
-	tlsCAFile    = "ca.crt"
+	RoutesTLSDir  = "routes-tls"
+	ClientTLSDir  = "client-tls"
+	GatewayTLSDir = "gateway-tls"
+	tlsCertFile   = "tls.crt"
+	tlsKeyFile    = "tls.key"
+	tlsCAFile     = "ca.crt"
 	// TLSTimeout is the TLS handshake timeout in seconds, routes and clients.
 	TLSTimeout = 2
 )
@@ -23,7 +24,17 @@ const (
 type TLS struct {
 	Routes *TLSFiles
 	Client *TLSFiles
+	// Gateway is the gateways' TLS under spec.gateway.tls: the routes'
+	// certificate and key, and the CA bundle of the Secret
+	// <name>-gateway-ca (CASecret, GatewayCASuffix); CADigest is the
+	// bundle's digest.
+	Gateway *TLSFiles
 }
+
+// GatewayCASuffix names the Secret <name>-gateway-ca the controller keeps
+// under spec.gateway.tls: the bundle of CAs the servers verify other
+// clusters' gateways against, key ca.crt.
+const GatewayCASuffix = "-gateway-ca"
 
 // TLSFiles is a Secret holding a certificate, its key and a CA.
 type TLSFiles struct {
@@ -115,7 +126,7 @@ func tlsProjections(f *TLSFiles, dir string) []corev1.VolumeProjection {
 // cluster with neither keeps the ConfigMap volume of before, so its
 // template is unchanged.
 func configVolume(cluster, configMap string, tls TLS, leafCredentials bool) corev1.VolumeSource {
-	if tls.Routes == nil && tls.Client == nil && !leafCredentials {
+	if tls.Routes == nil && tls.Client == nil && tls.Gateway == nil && !leafCredentials {
 		return corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 			LocalObjectReference: corev1.LocalObjectReference{Name: configMap},
 			DefaultMode:          ptr(corev1.ConfigMapVolumeSourceDefaultMode),
@@ -129,6 +140,9 @@ func configVolume(cluster, configMap string, tls TLS, leafCredentials bool) core
 	}
 	if tls.Client != nil {
 		sources = append(sources, tlsProjections(tls.Client, ClientTLSDir)...)
+	}
+	if tls.Gateway != nil {
+		sources = append(sources, tlsProjections(tls.Gateway, GatewayTLSDir)...)
 	}
 	if leafCredentials {
 		sources = append(sources, corev1.VolumeProjection{Secret: &corev1.SecretProjection{

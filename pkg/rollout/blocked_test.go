@@ -36,9 +36,12 @@ func TestClassifyComparesEveryFact(t *testing.T) {
 		case "RoutesCA":
 			// Compared only when both are known, route TLS on.
 			from.RouteTLS, from.RoutesCA = true, "ca"
-		case "GatewayRemotes":
+		case "GatewayRemotes", "GatewayTLS":
 			// The gateway's settings are there only with a gateway.
 			from.Gateway = true
+		case "GatewayCA":
+			// A bundle is there only with gateway TLS on.
+			from.Gateway, from.GatewayTLS = true, true
 		}
 		changed := from
 		v := reflect.ValueOf(&changed).Elem().Field(i)

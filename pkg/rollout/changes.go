@@ -72,6 +72,12 @@ type ConfigFacts struct {
 	// string (remotes, advertise, reject_unknown_cluster); empty without a
 	// gateway.
 	GatewayRemotes string
+	// GatewayTLS says whether the gateway block has TLS
+	// (spec.gateway.tls); GatewayCA is the digest of the CA bundle the
+	// servers verify other clusters' gateways against (server_metadata);
+	// both empty without a gateway.
+	GatewayTLS bool
+	GatewayCA  string
 	// LeafnodesAccept says whether the servers accept leaf connections;
 	// LeafnodeRemotes are the remotes they connect to as a leaf, in one
 	// canonical string; empty without.
@@ -151,6 +157,17 @@ const (
 	// Gateway"), and the gateway matrix finds each rolls one server at a
 	// time: the servers learn of every cluster from the ones they reach.
 	ChangeGatewayRemotes ChangeKind = "GatewayRemotes"
+	// ChangeGatewayTLS is gateway TLS turned on or off (spec.gateway.tls),
+	// the gateway staying: a server with gateway TLS and one without cannot
+	// connect (the gateway matrix case "turn gateway TLS on"), so it is
+	// held with GatewayChangeBlocked; nats-server does not reload it.
+	ChangeGatewayTLS ChangeKind = "GatewayTLS"
+	// ChangeGatewayCA is another bundle of CAs the servers verify other
+	// clusters' gateways against (a remote's routes CA, spec.gateway.tls.caSecret):
+	// nats-server reloads a gateway's TLS configuration (its reload.go
+	// compares the gateway block without it), and the gateway matrix case
+	// "another gateway CA bundle" rolls one server at a time.
+	ChangeGatewayCA ChangeKind = "GatewayCA"
 	// ChangeLeafnodesAccept is accepting leaf connections or no longer
 	// (spec.leafnodes.accept): nats-server does not reload it ("config
 	// reload not supported for LeafNode"), and servers listening and not
@@ -269,7 +286,10 @@ var effects = map[ChangeKind]Effect{
 	ChangeLameDuck:          {What: "other lame duck settings"},
 	ChangeGateway: {Splits: true, What: "adding or removing the gateway", HoldReason: clusterv1beta1.ReasonGatewayChangeBlocked,
 		Why: "servers with the gateway and servers without it cannot keep one JetStream meta group across the supercluster, and their clients' messages reach the other clusters only from some servers"},
-	ChangeGatewayRemotes:  {What: "other gateway remotes, advertise address or rejectUnknownCluster"},
+	ChangeGatewayRemotes: {What: "other gateway remotes, advertise address or rejectUnknownCluster"},
+	ChangeGatewayTLS: {Splits: true, What: "turning gateway TLS on or off", HoldReason: clusterv1beta1.ReasonGatewayChangeBlocked,
+		Why: "a server with gateway TLS and one without cannot connect to each other: the clusters would reach each other only from some servers"},
+	ChangeGatewayCA:       {ReloadsWithoutAuth: true, What: "another gateway CA bundle"},
 	ChangeLeafnodesAccept: {What: "accepting leaf connections or no longer"},
 	ChangeLeafnodeRemotes: {ReloadsWithoutAuth: true, What: "other leaf remotes"},
 }
@@ -281,7 +301,7 @@ var changeOrder = []ChangeKind{
 	ChangeClusterName, ChangeJetStreamDomain, ChangeJetStream, ChangeJetStreamDomainAddRemove, ChangeVersion,
 	ChangeJetStreamLimitsRaised, ChangeJetStreamLimitsLowered, ChangeServerTags, ChangeAccounts, ChangeResolver, ChangeSystemUser, ChangeSystemUserNKey,
 	ChangeRouteTLS, ChangeRouteCA, ChangeClientTLS, ChangeRouteCertificate, ChangeClientCertificate, ChangeLameDuck,
-	ChangeGateway, ChangeGatewayRemotes, ChangeLeafnodesAccept, ChangeLeafnodeRemotes,
+	ChangeGateway, ChangeGatewayRemotes, ChangeGatewayTLS, ChangeGatewayCA, ChangeLeafnodesAccept, ChangeLeafnodeRemotes,
 }
 
 // ChangeKinds returns every change kind in the order Changes lists them.
@@ -390,6 +410,12 @@ func Classify(running, target ConfigFacts) []Change {
 	}
 	if running.Gateway && target.Gateway && running.GatewayRemotes != target.GatewayRemotes {
 		add(ChangeGatewayRemotes, running.GatewayRemotes, target.GatewayRemotes)
+	}
+	if running.Gateway && target.Gateway && running.GatewayTLS != target.GatewayTLS {
+		add(ChangeGatewayTLS, onOff(running.GatewayTLS), onOff(target.GatewayTLS))
+	}
+	if running.GatewayTLS && target.GatewayTLS && running.GatewayCA != target.GatewayCA {
+		add(ChangeGatewayCA, "", "")
 	}
 	if running.LeafnodesAccept != target.LeafnodesAccept {
 		add(ChangeLeafnodesAccept, onOff(running.LeafnodesAccept), onOff(target.LeafnodesAccept))

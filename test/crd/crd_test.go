@@ -287,6 +287,8 @@ var badClusters = []badCluster{
 	{name: "a leaf remote name that is no DNS label is refused", edits: []edit{set("spec.leafnodes.remotes", []any{map[string]any{"name": "Hub_1", "urls": []any{"nats://h:7422"}}})},
 		field: "spec.leafnodes.remotes[0].name", reason: metav1.StatusReasonInvalid},
 	{name: "an advertise address without a port is refused", edits: []edit{set("spec.gateway.advertise", "gw.example.com")}, field: "spec.gateway.advertise", reason: metav1.StatusReasonInvalid},
+	{name: "a gateway CA Secret name that is no DNS subdomain is refused", edits: []edit{set("spec.gateway.tls", map[string]any{"caSecret": map[string]any{"name": "Far_CAs"}})},
+		field: "spec.gateway.tls.caSecret.name", reason: metav1.StatusReasonInvalid},
 	{name: "nats resources in spec.resources and the podTemplate are refused", edits: []edit{
 		set("spec.resources", map[string]any{"limits": map[string]any{"memory": "1Gi"}}),
 		set("spec.podTemplate.spec.containers", []any{map[string]any{"name": "nats", "resources": map[string]any{"limits": map[string]any{"memory": "2Gi"}}}}),

@@ -28,7 +28,8 @@ var (
 
 // superclusterMember edits the example JetStream cluster into the
 // NatsCluster name with a gateway to the NatsCluster remote of namespace
-// remoteNS, on version.
+// remoteNS, on version, with gateway TLS (the routes' generated
+// certificate, the remote's routes CA in the bundle).
 func superclusterMember(name, version, remote, remoteNS string) func(*unstructured.Unstructured) {
 	return func(o *unstructured.Unstructured) {
 		if o.GetKind() != "NatsCluster" {
@@ -39,7 +40,38 @@ func superclusterMember(name, version, remote, remoteNS string) func(*unstructur
 		_ = unstructured.SetNestedSlice(o.Object, []any{map[string]any{
 			"name": remote, "clusterRef": map[string]any{"name": remote, "namespace": remoteNS},
 		}}, "spec", "gateway", "remotes")
+		_ = unstructured.SetNestedMap(o.Object, map[string]any{}, "spec", "gateway", "tls")
 	}
+}
+
+// checkGatewayCABundle checks that the Secret <name>-gateway-ca holds the
+// routes CA of the cluster and of its remote, and nothing else.
+func checkGatewayCABundle(ctx context.Context, t *testing.T, s *framework.Stack, ns, name, remoteNS, remote string) {
+	t.Helper()
+	nc, err := s.Cluster(ctx, ns, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nc.Spec.Gateway == nil || nc.Spec.Gateway.TLS == nil {
+		t.Fatalf("%s/%s has no spec.gateway.tls: %+v", ns, name, nc.Spec.Gateway)
+	}
+	bundle, err := s.Kube.CoreV1().Secrets(ns).Get(ctx, name+"-gateway-ca", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, c := range []struct{ ns, name string }{{ns, name}, {remoteNS, remote}} {
+		ca, err := s.Kube.CoreV1().Secrets(c.ns).Get(ctx, c.name+"-routes-ca", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, strings.TrimSpace(string(ca.Data["ca.crt"])))
+	}
+	got := strings.TrimSpace(string(bundle.Data["ca.crt"]))
+	if got != strings.Join(want, "\n") {
+		t.Fatalf("Secret %s/%s-gateway-ca holds\n%s\nwant the routes CAs of %s and %s", ns, name, got, name, remote)
+	}
+	t.Logf("%s/%s-gateway-ca: the routes CAs of %s and %s", ns, name, name, remote)
 }
 
 // waitGatewaysConnected waits for GatewaysConnected True naming the remote.
@@ -70,7 +102,8 @@ func waitGatewaysConnected(ctx context.Context, t *testing.T, s *framework.Stack
 }
 
 // Two NatsClusters, east and west (3 servers each, JetStream, each in a
-// namespace of its own), joined by gateways that reference each other:
+// namespace of its own), joined by gateways that reference each other,
+// with gateway TLS (each one's bundle holds both routes CAs):
 // GatewaysConnected is True on both, naming the other, and every server
 // lists the other cluster in status.servers[].gateways. An R3 stream
 // placed in west (placement cluster west) is written by a publisher
@@ -94,6 +127,10 @@ func TestSuperclusterOfTwoNatsClusters(t *testing.T) {
 	ce := waitGatewaysConnected(ctx, t, east, nsSuperEast, "east", "west")
 	cw := waitGatewaysConnected(ctx, t, west, nsSuperWest, "west", "east")
 	t.Logf("east: GatewaysConnected %s: %s; west: GatewaysConnected %s: %s", ce.Reason, ce.Message, cw.Reason, cw.Message)
+	// The gateways run TLS verified on both sides: a connection between
+	// them proves each verified the other's certificate against its bundle.
+	checkGatewayCABundle(ctx, t, east, nsSuperEast, "east", nsSuperWest, "west")
+	checkGatewayCABundle(ctx, t, west, nsSuperWest, "west", nsSuperEast, "east")
 
 	eastURLs := east.PodURLs(ctx, t, nsSuperEast, "east")
 	conn := framework.Connect(t, eastURLs)

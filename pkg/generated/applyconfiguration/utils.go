@@ -36,6 +36,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 	// Group=cluster.nats-operator.io, Version=v1beta1
 	case v1beta1.SchemeGroupVersion.WithKind("AuthSpec"):
 		return &clusterv1beta1.AuthSpecApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("CAKeySelector"):
+		return &clusterv1beta1.CAKeySelectorApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("CertificateSource"):
 		return &clusterv1beta1.CertificateSourceApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("ClientTLS"):
@@ -54,6 +56,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &clusterv1beta1.GatewayRemoteApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("GatewaySpec"):
 		return &clusterv1beta1.GatewaySpecApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("GatewayTLS"):
+		return &clusterv1beta1.GatewayTLSApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("GroupFaultTolerance"):
 		return &clusterv1beta1.GroupFaultToleranceApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("ImageSpec"):

@@ -119,6 +119,7 @@ func LocalizeSuperclusterConfig(cfg []byte, self Local, routes map[string]Local,
 			return nil, fmt.Errorf("the config has a gateway block and %s no gateway port", self.Dir)
 		}
 		gw["listen"] = hostPort(self.GatewayPort)
+		tlsPaths(gw["tls"])
 		if _, ok := gw["advertise"]; ok {
 			gw["advertise"] = hostPort(self.GatewayPort)
 		}

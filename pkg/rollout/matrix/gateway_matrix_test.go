@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -78,6 +79,25 @@ func gatewayCases() []gatewayCase {
 	advertise := func(g *clusterv1beta1.GatewaySpec) { g.Advertise = "east-gateway.example.com:7222" }
 	one := func(k ChangeKind) []ChangeKind { return []ChangeKind{k} }
 	superWest := west(rendertest.Gateway(toEast))
+	// Gateway TLS: both clusters with route TLS (the certificate gateways
+	// present), east's gateway with TLS or not; writeSuperclusterTLS
+	// writes the files.
+	withTLS := func(s matrixSpec, gatewayTLS bool) matrixSpec {
+		s.tls.Routes = matrixTLSFiles
+		if gatewayTLS {
+			s.cluster.Spec.Gateway.TLS = &clusterv1beta1.GatewayTLS{}
+			f := *matrixGatewayFiles
+			f.CASecret = s.cluster.Name + render.GatewayCASuffix
+			s.tls.Gateway = &f
+		}
+		return s
+	}
+	otherBundle := func(s matrixSpec) matrixSpec {
+		f := *s.tls.Gateway
+		f.CADigest = "another bundle"
+		s.tls.Gateway = &f
+		return s
+	}
 	cases := []gatewayCase{
 		// JetStream on either side holds this change with OwnMetaGroup
 		// (TestJoiningWithAMetaGroupOfItsOwn); without it, it splits.
@@ -88,6 +108,12 @@ func gatewayCases() []gatewayCase {
 		{"a remote added", one(ChangeGatewayRemotes), east(rendertest.Gateway()), east(rendertest.Gateway(toWest)), superWest},
 		{"reject unknown clusters", one(ChangeGatewayRemotes), east(rendertest.Gateway(toWest)), east(gateway(reject, toWest)), superWest},
 		{"advertise an address", one(ChangeGatewayRemotes), east(rendertest.Gateway(toWest)), east(gateway(advertise, toWest)), superWest},
+		{"turn gateway TLS on", one(ChangeGatewayTLS), withTLS(east(rendertest.Gateway(toWest)), false), withTLS(east(rendertest.Gateway(toWest)), true),
+			withTLS(west(rendertest.Gateway(toEast)), false)},
+		{"turn gateway TLS off", one(ChangeGatewayTLS), withTLS(east(rendertest.Gateway(toWest)), true), withTLS(east(rendertest.Gateway(toWest)), false),
+			withTLS(west(rendertest.Gateway(toEast)), true)},
+		{"another gateway CA bundle", one(ChangeGatewayCA), withTLS(east(rendertest.Gateway(toWest)), true), otherBundle(withTLS(east(rendertest.Gateway(toWest)), true)),
+			withTLS(west(rendertest.Gateway(toEast)), true)},
 	}
 	// Every case again with all six servers on the older patch release.
 	for _, c := range slices.Clone(cases) {
@@ -147,7 +173,9 @@ func (p superclusterPlaces) runs(t *testing.T, out *render.Output, version strin
 		t.Fatalf("no nats-server binary for version %s", version)
 	}
 	runs := make([]serverRun, len(out.Servers))
+	all := slices.Concat(p.east, p.west)
 	for i, s := range out.Servers {
+		writeSuperclusterTLS(t, all, locals[i].Dir)
 		cfg, err := rendertest.LocalizeSuperclusterConfig(s.Config, locals[i], p.routes, p.gateways)
 		if err != nil {
 			t.Fatalf("localizing %s: %v", s.Name, err)
@@ -155,6 +183,28 @@ func (p superclusterPlaces) runs(t *testing.T, out *render.Output, version strin
 		runs[i] = serverRun{Name: s.Name, Binary: bin, Config: cfg, JetStream: s.Facts.JetStream}
 	}
 	return runs
+}
+
+// matrixGatewayFiles are the gateway TLS files a case renders with: the
+// routes' certificate and a CA bundle, written by writeSuperclusterTLS.
+var matrixGatewayFiles = &render.TLSFiles{Secret: "demo-tls", CertKey: "tls.crt", KeyKey: "tls.key", CAKey: "ca.crt", Digest: "matrix", CADigest: "matrix", Verify: true}
+
+// writeSuperclusterTLS writes the matrix CA and a certificate of it for
+// every local address of both clusters (the localized configs dial
+// addresses, so the certificate has their IPs) as the routes' files
+// (writeMatrixTLS) and again as the gateway's, under dir/config.
+func writeSuperclusterTLS(t *testing.T, all []rendertest.Local, dir string) {
+	t.Helper()
+	writeMatrixTLS(t, all, dir)
+	for path, b := range matrixRouteFiles(t, all, dir) {
+		to := filepath.Join(dir, "config", render.GatewayTLSDir, filepath.Base(path))
+		if err := os.MkdirAll(filepath.Dir(to), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(to, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // TestGatewayMatrix runs every case of gatewayCases on real servers.

@@ -3,9 +3,10 @@ package v1beta1
 // GatewaySpec joins the cluster to a supercluster: its servers listen for
 // gateway connections on port 7222 and connect to every remote.
 //
-// nats-server reloads no gateway field, so every change restarts the
-// servers; which changes roll one server at a time, and which would split
-// the supercluster mid-way and are held, the README's change table says.
+// nats-server reloads no gateway field but its TLS settings (another CA
+// bundle reloads), so every other change restarts the servers; which
+// changes roll one server at a time, and which would split the
+// supercluster mid-way and are held, the README's change table says.
 // Adding the gateway to a running cluster with JetStream, or removing it,
 // is held with OwnMetaGroup: the cluster's JetStream meta group and the
 // supercluster's would be two.
@@ -45,6 +46,52 @@ type GatewaySpec struct {
 	// are not among remotes.
 	// +optional
 	RejectUnknownCluster bool `json:"rejectUnknownCluster,omitempty"`
+
+	// tls secures the gateway connections, verified on both sides. Turning
+	// it on or off on a running cluster splits the supercluster one server
+	// at a time (a server with gateway TLS and one without cannot connect):
+	// it is held with GatewayChangeBlocked, like adding the gateway.
+	// +optional
+	TLS *GatewayTLS `json:"tls,omitempty"`
+}
+
+// GatewayTLS is the TLS of the gateway connections. Every server presents
+// the routes' certificate (spec.routes.tls, which must not be Disabled):
+// the generated one is then also issued for <name>-headless.<namespace>.svc
+// and .svc.cluster.local, the names other clusters dial; a certificate of
+// spec.routes.tls.secret must carry them too. Each server verifies the
+// other clusters' servers against a bundle the controller keeps in the
+// Secret <name>-gateway-ca: this cluster's routes CA, the routes CA of
+// every remote named by clusterRef (read from that NatsCluster), and the
+// CAs of caSecret. A change of the bundle is applied by config reload.
+// Each cluster of the supercluster should list the others as remotes:
+// servers learn the others' addresses as IPs, and verify them under the
+// name of the remote they dialled.
+type GatewayTLS struct {
+	// caSecret holds more PEM CA certificates other clusters' servers are
+	// verified against: those of remotes by urls (clusters in other
+	// Kubernetes clusters), from a Secret of this namespace; key ca.crt
+	// unless named.
+	// +optional
+	CASecret *CAKeySelector `json:"caSecret,omitempty"`
+}
+
+// CAKeySelector selects a key of a Secret in the same namespace that holds
+// PEM CA certificates.
+type CAKeySelector struct {
+	// name of the Secret.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Name string `json:"name"`
+
+	// key within the Secret, default ca.crt.
+	// +optional
+	// +kubebuilder:default="ca.crt"
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	Key string `json:"key,omitempty"`
 }
 
 // GatewayRemote is another cluster of the supercluster: a NatsCluster of

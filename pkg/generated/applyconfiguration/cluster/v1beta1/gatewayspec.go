@@ -24,9 +24,10 @@ package v1beta1
 // GatewaySpec joins the cluster to a supercluster: its servers listen for
 // gateway connections on port 7222 and connect to every remote.
 //
-// nats-server reloads no gateway field, so every change restarts the
-// servers; which changes roll one server at a time, and which would split
-// the supercluster mid-way and are held, the README's change table says.
+// nats-server reloads no gateway field but its TLS settings (another CA
+// bundle reloads), so every other change restarts the servers; which
+// changes roll one server at a time, and which would split the
+// supercluster mid-way and are held, the README's change table says.
 // Adding the gateway to a running cluster with JetStream, or removing it,
 // is held with OwnMetaGroup: the cluster's JetStream meta group and the
 // supercluster's would be two.
@@ -50,6 +51,11 @@ type GatewaySpecApplyConfiguration struct {
 	// rejectUnknownCluster refuses gateway connections from clusters that
 	// are not among remotes.
 	RejectUnknownCluster *bool `json:"rejectUnknownCluster,omitempty"`
+	// tls secures the gateway connections, verified on both sides. Turning
+	// it on or off on a running cluster splits the supercluster one server
+	// at a time (a server with gateway TLS and one without cannot connect):
+	// it is held with GatewayChangeBlocked, like adding the gateway.
+	TLS *GatewayTLSApplyConfiguration `json:"tls,omitempty"`
 }
 
 // GatewaySpecApplyConfiguration constructs a declarative configuration of the GatewaySpec type for use with
@@ -92,5 +98,13 @@ func (b *GatewaySpecApplyConfiguration) WithAdvertise(value string) *GatewaySpec
 // If called multiple times, the RejectUnknownCluster field is set to the value of the last call.
 func (b *GatewaySpecApplyConfiguration) WithRejectUnknownCluster(value bool) *GatewaySpecApplyConfiguration {
 	b.RejectUnknownCluster = &value
+	return b
+}
+
+// WithTLS sets the TLS field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the TLS field is set to the value of the last call.
+func (b *GatewaySpecApplyConfiguration) WithTLS(value *GatewayTLSApplyConfiguration) *GatewaySpecApplyConfiguration {
+	b.TLS = value
 	return b
 }
