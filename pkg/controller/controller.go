@@ -424,9 +424,10 @@ func (c *Controller) enqueueReferrers(obj interface{}) {
 }
 
 // enqueueGatewayReferrers enqueues, for a Secret, every NatsCluster with
-// spec.gateway.tls and a remote by clusterRef in the Secret's namespace:
-// the remote's routes CA Secret is in its gateway CA bundle
-// (gatherGatewayTLS). Every such Secret event of that namespace enqueues
+// spec.gateway.tls and a gateway remote by clusterRef in the Secret's
+// namespace, or a leaf remote with tls by clusterRef there: the remote's
+// routes CA is in its gateway CA bundle (gatherGatewayTLS) or its leaf CA
+// (gatherLeafCredentials). Every such Secret event of that namespace enqueues
 // them; the sync finds whether the bundle changed.
 func (c *Controller) enqueueGatewayReferrers(obj interface{}) {
 	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
@@ -440,14 +441,13 @@ func (c *Controller) enqueueGatewayReferrers(obj interface{}) {
 	if err != nil {
 		return
 	}
+	in := func(nc *clusterv1beta1.NatsCluster, ref *clusterv1beta1.NatsClusterReference) bool {
+		return ref != nil && cmp.Or(ref.Namespace, nc.Namespace) == o.GetNamespace()
+	}
 	for _, nc := range ncs {
-		g := nc.Spec.Gateway
-		if g == nil || g.TLS == nil {
-			continue
-		}
-		if slices.ContainsFunc(g.Remotes, func(r clusterv1beta1.GatewayRemote) bool {
-			return r.ClusterRef != nil && cmp.Or(r.ClusterRef.Namespace, nc.Namespace) == o.GetNamespace()
-		}) {
+		g, l := nc.Spec.Gateway, nc.Spec.LeafNodes
+		if (g != nil && g.TLS != nil && slices.ContainsFunc(g.Remotes, func(r clusterv1beta1.GatewayRemote) bool { return in(nc, r.ClusterRef) })) ||
+			(l != nil && slices.ContainsFunc(l.Remotes, func(r clusterv1beta1.LeafNodeRemote) bool { return r.TLS != nil && in(nc, r.ClusterRef) })) {
 			c.queue.Add(cache.MetaObjectToName(nc))
 		}
 	}
@@ -478,7 +478,7 @@ func refersTo(nc *clusterv1beta1.NatsCluster, obj interface{}, name string) bool
 			return true
 		}
 		if l := nc.Spec.LeafNodes; l != nil && slices.ContainsFunc(l.Remotes, func(r clusterv1beta1.LeafNodeRemote) bool {
-			return r.Credentials != nil && r.Credentials.Name == name
+			return (r.Credentials != nil && r.Credentials.Name == name) || (r.TLS != nil && r.TLS.CASecret != nil && r.TLS.CASecret.Name == name)
 		}) {
 			return true
 		}

@@ -76,7 +76,7 @@
 // gateway CA bundle of spec.gateway.tls (gather_gateway.go: its own routes
 // CA, each clusterRef remote's, caSecret's; a Secret event in a remote's
 // namespace enqueues the clusters naming it), and the copy of the leaf
-// remotes' creds files (gather_leaf.go). Each is projected into the
+// remotes' creds files and CAs (gather_leaf.go). Each is projected into the
 // config volume, so a new one reaches the server with the config that
 // names it.
 //

@@ -51,7 +51,7 @@ func (f *facts) clone() *facts {
 	}
 	c.freshSystemUser = f.freshSystemUser.DeepCopy()
 	c.upgradedSystemUser = f.upgradedSystemUser.DeepCopy()
-	c.tls = render.TLS{Routes: copyFiles(f.tls.Routes), Client: copyFiles(f.tls.Client), Gateway: copyFiles(f.tls.Gateway)}
+	c.tls = render.TLS{Routes: copyFiles(f.tls.Routes), Client: copyFiles(f.tls.Client), Gateway: copyFiles(f.tls.Gateway), LeafCAs: f.tls.LeafCAs}
 	c.tlsCA = slices.Clone(f.tlsCA)
 	c.routesCA = slices.Clone(f.routesCA)
 	if f.clientCert != nil {

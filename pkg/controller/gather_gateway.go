@@ -57,20 +57,11 @@ func (g *gatherer) gatherGatewayTLS(ctx context.Context, f *facts) error {
 		bundle = append(bundle, ca)
 	}
 	if sel := gw.TLS.CASecret; sel != nil {
-		key := keyOr(sel.Key, keyCA)
-		s, err := g.src.API.Secret(ctx, nc.Namespace, sel.Name)
-		if apierrors.IsNotFound(err) {
-			return &referenceError{clusterv1beta1.ReasonCertificateNotReady, fmt.Sprintf(
-				"spec.gateway.tls.caSecret: Secret %s/%s not found; create it with the PEM CA certificates of the remote clusters under key %q", nc.Namespace, sel.Name, key)}
-		}
+		ca, err := g.caSecret(ctx, nc, *sel, "spec.gateway.tls.caSecret", "the PEM CA certificates of the remote clusters")
 		if err != nil {
 			return err
 		}
-		if caDigests(s.Data[key]) == "" {
-			return &referenceError{clusterv1beta1.ReasonCertificateNotReady, fmt.Sprintf(
-				"spec.gateway.tls.caSecret: Secret %s/%s has no PEM CA certificate under key %q", nc.Namespace, sel.Name, key)}
-		}
-		bundle = append(bundle, s.Data[key])
+		bundle = append(bundle, ca)
 	}
 	data := map[string][]byte{keyCA: caBundle(bundle)}
 	name := nc.Name + render.GatewayCASuffix
@@ -84,6 +75,26 @@ func (g *gatherer) gatherGatewayTLS(ctx context.Context, f *facts) error {
 	f.tls.Gateway = &render.TLSFiles{Secret: routes.Secret, CertKey: routes.CertKey, KeyKey: routes.KeyKey,
 		CAKey: keyCA, CASecret: name, Verify: true, Digest: routes.Digest, CADigest: caDigests(data[keyCA])}
 	return nil
+}
+
+// caSecret reads the PEM CAs at sel (key default ca.crt), named by field;
+// a Secret missing or holding no CA certificate is a referenceError
+// (CertificateNotReady) saying to put what there.
+func (g *gatherer) caSecret(ctx context.Context, nc *clusterv1beta1.NatsCluster, sel clusterv1beta1.CAKeySelector, field, what string) ([]byte, error) {
+	key := keyOr(sel.Key, keyCA)
+	s, err := g.src.API.Secret(ctx, nc.Namespace, sel.Name)
+	if apierrors.IsNotFound(err) {
+		return nil, &referenceError{clusterv1beta1.ReasonCertificateNotReady, fmt.Sprintf(
+			"%s: Secret %s/%s not found; create it with %s under key %q", field, nc.Namespace, sel.Name, what, key)}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if caDigests(s.Data[key]) == "" {
+		return nil, &referenceError{clusterv1beta1.ReasonCertificateNotReady, fmt.Sprintf(
+			"%s: Secret %s/%s has no PEM CA certificate under key %q", field, nc.Namespace, sel.Name, key)}
+	}
+	return s.Data[key], nil
 }
 
 // remoteRoutesCA is the routes CA of NatsCluster namespace/name: the CA

@@ -2,17 +2,21 @@ package controller
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
 
+	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
 	"github.com/nats-operator/nats-operator/pkg/render"
 )
 
 // gatherLeafCredentials keeps the Secret <name>-leaf-credentials
 // (render.LeafCredentialsSuffix) equal to a copy of the creds file of
 // every leaf remote with credentials, each under
-// render.LeafCredentialsKey(remote): the servers read them from the config
+// render.LeafCredentialsKey(remote), and of the CA of every remote with
+// tls under render.LeafCAKey(remote) (leafRemoteCA; their digest is
+// f.tls.LeafCAs): the servers read them from the config
 // volume, which projects that one Secret whatever the remotes, so adding,
 // changing or removing a remote's credentials reloads instead of changing
 // the pod template. A remote's Secret or key missing is a referenceError
@@ -34,6 +38,21 @@ func (g *gatherer) gatherLeafCredentials(ctx context.Context, f *facts) error {
 			}
 			data[render.LeafCredentialsKey(r.Name)] = creds
 		}
+		var cas [][]byte
+		for i, r := range l.Remotes {
+			if r.TLS == nil {
+				continue
+			}
+			ca, err := g.leafRemoteCA(ctx, nc, i, r)
+			if err != nil {
+				return err
+			}
+			data[render.LeafCAKey(r.Name)] = ca
+			cas = append(cas, []byte(r.Name), ca)
+		}
+		if len(cas) > 0 {
+			f.tls.LeafCAs = secretDigest(cas...)
+		}
 	}
 	name := render.LeafCredentialsSecretName(nc.Name)
 	s, err := g.controlledSecret(ctx, nc, name)
@@ -45,4 +64,29 @@ func (g *gatherer) gatherLeafCredentials(ctx context.Context, f *facts) error {
 	}
 	f.tlsSecrets = append(f.tlsSecrets, ownedSecret(nc, name, s, data))
 	return nil
+}
+
+// leafRemoteCA is the CA remote i's hub is verified against: its
+// tls.caSecret's, else the routes CA of its clusterRef NatsCluster; a
+// referenceError (CertificateNotReady) naming the field when neither is
+// there (a CA missing would leave the remote unable to connect).
+func (g *gatherer) leafRemoteCA(ctx context.Context, nc *clusterv1beta1.NatsCluster, i int, r clusterv1beta1.LeafNodeRemote) ([]byte, error) {
+	field := fmt.Sprintf("spec.leafnodes.remotes[%d].tls", i)
+	if sel := r.TLS.CASecret; sel != nil {
+		return g.caSecret(ctx, nc, *sel, field+".caSecret", "the PEM CA certificates of the hub")
+	}
+	if r.ClusterRef == nil {
+		return nil, &referenceError{clusterv1beta1.ReasonCertificateNotReady, field + ": a remote by urls needs tls.caSecret, the CA its hub is verified against"}
+	}
+	ns := cmp.Or(r.ClusterRef.Namespace, nc.Namespace)
+	ca, err := g.remoteRoutesCA(ctx, ns, r.ClusterRef.Name)
+	if err != nil {
+		return nil, err
+	}
+	if caDigests(ca) == "" {
+		return nil, &referenceError{clusterv1beta1.ReasonCertificateNotReady, fmt.Sprintf(
+			"%s: the routes CA of NatsCluster %s/%s is not there yet (its Secret %s%s, or the CA of its spec.routes.tls.secret), "+
+				"and the hub's certificate is verified against it: waiting for it", field, ns, r.ClusterRef.Name, r.ClusterRef.Name, routesCASuffix)}
+	}
+	return ca, nil
 }

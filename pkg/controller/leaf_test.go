@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	core "k8s.io/client-go/testing"
 
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
@@ -51,5 +52,36 @@ func TestLeafCredentialsAreCopiedBeforeAnyServerIsWritten(t *testing.T) {
 	firstServer := slices.IndexFunc(acts, func(a core.Action) bool { return a.GetResource().Resource == "statefulsets" })
 	if copied < 0 || firstServer < 0 || copied > firstServer {
 		t.Fatalf("actions %v: want demo-leaf-credentials created (owned, with leaf-hub.creds) before the first StatefulSet", describe(acts))
+	}
+}
+
+// A leaf remote with tls by clusterRef gets the hub's routes CA copied
+// into demo-leaf-credentials (key leaf-hub.ca.crt); the hub having no CA
+// yet holds with CertificateNotReady naming the field.
+func TestALeafRemoteOverTLSGetsTheHubsRoutesCA(t *testing.T) {
+	nc := rt.NewCluster("ns", "demo", rt.LeafNodes(false, clusterv1beta1.LeafNodeRemote{
+		Name: "hub", ClusterRef: &clusterv1beta1.NatsClusterReference{Name: "hub", Namespace: "core"}, TLS: &clusterv1beta1.LeafRemoteTLS{},
+	}))
+	hub := rt.NewCluster("core", "hub", rt.LeafNodes(true))
+	f := newFixture(t, nc)
+	f.natsObjects = []runtime.Object{hub}
+	f.sync()
+	if ev := events(f.recorder); len(ev) != 1 || !strings.Contains(ev[0], clusterv1beta1.ReasonCertificateNotReady) || !strings.Contains(ev[0], "spec.leafnodes.remotes[0].tls") {
+		t.Fatalf("events %v, want one CertificateNotReady naming spec.leafnodes.remotes[0].tls", ev)
+	}
+
+	ca := []byte("-----BEGIN CERTIFICATE-----\nMIIBdTCCARugAwIBAgIQ\n-----END CERTIFICATE-----\n")
+	f = newFixture(t, nc, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "core", Name: "hub-routes-ca"}, Data: map[string][]byte{"ca.crt": ca}})
+	f.natsObjects = []runtime.Object{hub}
+	acts := f.sync()
+	if !slices.ContainsFunc(acts, func(a core.Action) bool {
+		c, ok := a.(core.CreateAction)
+		if !ok {
+			return false
+		}
+		s, ok := c.GetObject().(*corev1.Secret)
+		return ok && s.Name == "demo-leaf-credentials" && string(s.Data["leaf-hub.ca.crt"]) == string(ca)
+	}) {
+		t.Fatalf("actions %v: want demo-leaf-credentials created with the hub's routes CA as leaf-hub.ca.crt", describe(acts))
 	}
 }

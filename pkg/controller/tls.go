@@ -39,12 +39,13 @@ const (
 )
 
 // routeTLSNames are the names the generated route certificate is for:
-// every server's, and under spec.gateway.tls the headless Service's own,
-// which other clusters dial and verify every server of this one under.
+// every server's, and under spec.gateway.tls or spec.leafnodes.tls the
+// headless Service's own, which other clusters and leaves dial and verify
+// every server of this one under.
 func routeTLSNames(nc *clusterv1beta1.NatsCluster) []string {
 	h := render.HeadlessServiceName(nc.Name) + "." + nc.Namespace + ".svc"
 	names := []string{"*." + h, "*." + h + ".cluster.local"}
-	if g := nc.Spec.Gateway; g != nil && g.TLS != nil {
+	if g, l := nc.Spec.Gateway, nc.Spec.LeafNodes; (g != nil && g.TLS != nil) || (l != nil && l.TLS != nil) {
 		names = append(names, h, h+".cluster.local")
 	}
 	return names

@@ -102,6 +102,8 @@ type serverMetadata struct {
 	// GatewayCA is the digest of the gateway CA bundle (TLSFiles.CADigest
 	// of TLS.Gateway): another bundle is a new config.
 	GatewayCA string `json:"gateway_ca,omitempty"`
+	// LeafCAs is the digest of the leaf remotes' CAs (TLS.LeafCAs).
+	LeafCAs string `json:"leaf_cas,omitempty"`
 }
 
 // marshalConfig renders the config as indented JSON. nats-server's config
@@ -179,7 +181,7 @@ func newSharedConfig(nc *clusterv1beta1.NatsCluster, trust *validTrust, systemUs
 	if s.gateway, err = gatewayOf(nc, tls); err != nil {
 		return nil, err
 	}
-	if s.leafNodes, err = leafNodesOf(nc); err != nil {
+	if s.leafNodes, err = leafNodesOf(nc, tls); err != nil {
 		return nil, err
 	}
 	s.clusterName = nc.Name
@@ -256,6 +258,9 @@ func (s *sharedConfig) server(nc *clusterv1beta1.NatsCluster, ordinal int32, ope
 	}
 	if s.gateway != nil && s.gateway.TLS != nil {
 		c.ServerMetadata.GatewayCA = s.tls.Gateway.CADigest
+	}
+	if s.leafNodes != nil && slices.ContainsFunc(s.leafNodes.Remotes, func(r leafRemote) bool { return r.TLS != nil }) {
+		c.ServerMetadata.LeafCAs = s.tls.LeafCAs
 	}
 	if s.trust != nil {
 		c.Operator = operatorJWT

@@ -91,6 +91,9 @@ type Facts struct {
 	// as a leaf, one canonical string (each remote's URLs, credentials
 	// file and account, sorted); empty without.
 	LeafnodesAccept bool
+	// LeafnodesTLS says whether the leaf listener requires TLS
+	// (spec.leafnodes.tls).
+	LeafnodesTLS    bool
 	LeafnodeRemotes string
 }
 
@@ -141,6 +144,7 @@ var configFields = map[string]fieldRole{
 	"server_metadata.routes_certificate": fact("RoutesCertificate"),
 	"server_metadata.client_certificate": fact("ClientCertificate"),
 	"server_metadata.gateway_ca":         fact("GatewayCA"),
+	"server_metadata.leaf_cas":           fact("LeafnodeRemotes"),
 	"tls":                                fact("ClientTLS"),
 	"tls.cert_file":                      rolls("a constant path"),
 	"tls.key_file":                       rolls("a constant path"),
@@ -177,6 +181,12 @@ var configFields = map[string]fieldRole{
 	"leafnodes":                      rolls("present when leafnodes.listen or leafnodes.remotes is, which are the facts"),
 	"leafnodes.listen":               fact("LeafnodesAccept"),
 	"leafnodes.remotes":              fact("LeafnodeRemotes"),
+	"leafnodes.tls":                  fact("LeafnodesTLS"),
+	"leafnodes.tls.cert_file":        rolls("a constant path (the routes' certificate)"),
+	"leafnodes.tls.key_file":         rolls("a constant path"),
+	"leafnodes.tls.timeout":          rolls("a constant"),
+	"leafnodes.tls.ca_file":          rolls("never rendered: leaves are not asked for a certificate"),
+	"leafnodes.tls.verify":           rolls("never rendered: leaves are not asked for a certificate"),
 }
 
 // factsOf computes the facts of a config. version is the image tag the
@@ -198,7 +208,11 @@ func factsOf(c *serverConfig, version, operatorKey string) Facts {
 	}
 	if l := c.LeafNodes; l != nil {
 		f.LeafnodesAccept = l.Listen != ""
+		f.LeafnodesTLS = l.TLS != nil
 		f.LeafnodeRemotes = l.remotesCanonical()
+		if c.ServerMetadata.LeafCAs != "" {
+			f.LeafnodeRemotes += "; cas=" + c.ServerMetadata.LeafCAs
+		}
 	}
 	if g := c.Gateway; g != nil {
 		f.Gateway = true

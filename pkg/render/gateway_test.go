@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,7 +15,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nats-operator/nats-operator/internal/pki"
-
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
 	"github.com/nats-operator/nats-operator/pkg/render"
 	rt "github.com/nats-operator/nats-operator/pkg/render/rendertest"
@@ -198,7 +198,8 @@ func TestGatewayTLSIsRenderedAndNeedsRouteTLS(t *testing.T) {
 
 // loadRenderedWithTLSFiles loads a rendered config as loadRendered does,
 // with a CA and a certificate of it written under each of dirs of the
-// config directory, which moves under a temporary directory.
+// config directory (or, for a name ending in .ca.crt, the CA as that
+// file), which moves under a temporary directory.
 func loadRenderedWithTLSFiles(t *testing.T, cfg []byte, dirs ...string) *server.Options {
 	t.Helper()
 	root := t.TempDir()
@@ -212,6 +213,13 @@ func loadRenderedWithTLSFiles(t *testing.T, cfg []byte, dirs ...string) *server.
 		t.Fatal(err)
 	}
 	for _, d := range dirs {
+		if strings.HasSuffix(d, ".ca.crt") {
+			// A CA file of its own (a leaf remote's).
+			if err := os.WriteFile(filepath.Join(root, render.ConfigDir, d), ca.Cert, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
 		for name, b := range map[string][]byte{"tls.crt": leaf.Cert, "tls.key": leaf.Key, "ca.crt": ca.Cert} {
 			p := filepath.Join(root, render.ConfigDir, d, name)
 			if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
@@ -223,4 +231,41 @@ func loadRenderedWithTLSFiles(t *testing.T, cfg []byte, dirs ...string) *server.
 		}
 	}
 	return loadRendered(t, bytes.ReplaceAll(cfg, []byte(`"`+render.ConfigDir+`/`), []byte(`"`+root+render.ConfigDir+`/`)))
+}
+
+// spec.leafnodes.tls renders the listener's TLS with the routes'
+// certificate, leaves not verified; a remote's tls its CA file in the
+// config directory and "tls" in the LeafnodeRemotes fact with the CAs'
+// digest; both need what they need (route TLS; a CA for a remote by urls).
+func TestLeafNodeTLSIsRenderedAndLoadsInNatsServer(t *testing.T) {
+	nc := rt.NewCluster("east", "demo", rt.JetStream(), rt.LeafNodes(true, clusterv1beta1.LeafNodeRemote{
+		Name: "hub", ClusterRef: &clusterv1beta1.NatsClusterReference{Name: "hub", Namespace: "core"}, TLS: &clusterv1beta1.LeafRemoteTLS{},
+	}))
+	nc.Spec.LeafNodes.TLS = &clusterv1beta1.LeafNodesTLS{}
+	routes := &render.TLSFiles{Secret: "demo-routes-tls", CertKey: "tls.crt", KeyKey: "tls.key", CAKey: "ca.crt", Digest: "r1", CADigest: "c1", Verify: true}
+	_, err := render.Render(render.Input{Cluster: nc})
+	var se *render.SpecError
+	if !errors.As(err, &se) || se.Field != "spec.leafnodes.tls" {
+		t.Fatalf("leaf listener TLS without route TLS rendered or failed otherwise: %v", err)
+	}
+	out, err := render.Render(render.Input{Cluster: nc, TLS: render.TLS{Routes: routes, LeafCAs: "cas1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range out.Servers {
+		o := loadRenderedWithTLSFiles(t, s.Config, render.RoutesTLSDir, render.LeafCAKey("hub"))
+		if o.LeafNode.TLSConfig == nil || o.LeafNode.TLSConfig.ClientAuth != tls.NoClientCert {
+			t.Errorf("%s: nats-server reads leaf listener TLS %+v, want TLS not asking leaves for a certificate", s.Name, o.LeafNode.TLSConfig)
+		}
+		if len(o.LeafNode.Remotes) != 1 || o.LeafNode.Remotes[0].TLSConfig == nil || o.LeafNode.Remotes[0].TLSConfig.RootCAs == nil {
+			t.Errorf("%s: nats-server reads no remote TLS with a CA: %+v", s.Name, o.LeafNode.Remotes)
+		}
+		if !s.Facts.LeafnodesTLS || s.Facts.LeafnodeRemotes != "nats://hub-headless.core.svc:7422 tls; cas=cas1" {
+			t.Errorf("%s: facts LeafnodesTLS %t LeafnodeRemotes %q", s.Name, s.Facts.LeafnodesTLS, s.Facts.LeafnodeRemotes)
+		}
+	}
+	byURLs := rt.NewCluster("east", "demo", rt.LeafNodes(false, clusterv1beta1.LeafNodeRemote{Name: "hub", URLs: []string{"tls://hub.example.com:7422"}, TLS: &clusterv1beta1.LeafRemoteTLS{}}))
+	if _, err := render.Render(render.Input{Cluster: byURLs}); !errors.As(err, &se) || se.Field != "spec.leafnodes.remotes[0].tls" {
+		t.Errorf("a remote by urls with tls and no caSecret rendered or failed otherwise: %v", err)
+	}
 }

@@ -19,8 +19,10 @@ const LeafNodePort int32 = clusterv1beta1.LeafNodePort
 const LeafNodePortName = "leafnodes"
 
 // LeafCredentialsSuffix names the Secret <name>-leaf-credentials the
-// controller keeps for a cluster with leaf remotes that have credentials:
-// a copy of each remote's creds file under LeafCredentialsKey(remote). The
+// controller keeps for a cluster with leaf remotes that have credentials
+// or TLS: a copy of each remote's creds file under
+// LeafCredentialsKey(remote), and of the CA its hub is verified against
+// under LeafCAKey(remote). The
 // config volume projects it (optional: it need not exist), so the creds
 // files sit next to nats.conf (ConfigDir) and reach the server in the same
 // atomic update as the config that names them, and adding a remote with
@@ -43,7 +45,7 @@ func LeafCredentialsKey(remote string) string { return "leaf-" + remote + ".cred
 // keeps its pod template until a remote with credentials needs the
 // Secret: then its servers restart once, one at a time.
 func LeafCredentialsProjected(nc *clusterv1beta1.NatsCluster, running []RunningServer) bool {
-	if l := nc.Spec.LeafNodes; l != nil && slices.ContainsFunc(l.Remotes, func(r clusterv1beta1.LeafNodeRemote) bool { return r.Credentials != nil }) {
+	if l := nc.Spec.LeafNodes; l != nil && slices.ContainsFunc(l.Remotes, func(r clusterv1beta1.LeafNodeRemote) bool { return r.Credentials != nil || r.TLS != nil }) {
 		return true
 	}
 	created := false
@@ -77,14 +79,27 @@ func projectsSecret(volumes []corev1.Volume, name string) bool {
 // leafNodesConfig is nats.conf's leafnodes block.
 type leafNodesConfig struct {
 	Listen  string       `json:"listen,omitempty"`
+	TLS     *tlsConfig   `json:"tls,omitempty"`
 	Remotes []leafRemote `json:"remotes,omitempty"`
 }
 
 type leafRemote struct {
-	URLs        []string `json:"urls"`
-	Credentials string   `json:"credentials,omitempty"`
-	Account     string   `json:"account,omitempty"`
+	URLs        []string       `json:"urls"`
+	Credentials string         `json:"credentials,omitempty"`
+	Account     string         `json:"account,omitempty"`
+	TLS         *leafRemoteTLS `json:"tls,omitempty"`
 }
+
+// leafRemoteTLS is a remote's tls block: the CA the hub is verified
+// against, nothing else (a leaf presents no certificate; no timeout, which
+// nats-server would not reload).
+type leafRemoteTLS struct {
+	CAFile string `json:"ca_file"`
+}
+
+// LeafCAKey is the key of remote's CA file in the Secret
+// <name>-leaf-credentials, and its file name in ConfigDir.
+func LeafCAKey(remote string) string { return "leaf-" + remote + ".ca.crt" }
 
 // LeafURL is the leaf URL of a NatsCluster's servers through its headless
 // Service: "nats://hub-headless.ns.svc:7422".
@@ -93,8 +108,11 @@ func LeafURL(cluster, namespace string) string {
 }
 
 // leafNodesOf renders spec.leafnodes, or nil without it (or with neither
-// accept nor a remote).
-func leafNodesOf(nc *clusterv1beta1.NatsCluster) (*leafNodesConfig, error) {
+// accept nor a remote). spec.leafnodes.tls renders the listener's TLS with
+// the routes' certificate (a SpecError without route TLS), not verifying
+// leaves; a remote's tls names its CA file, which the controller copies
+// into <name>-leaf-credentials.
+func leafNodesOf(nc *clusterv1beta1.NatsCluster, tls TLS) (*leafNodesConfig, error) {
 	l := nc.Spec.LeafNodes
 	if l == nil || (!l.Accept && len(l.Remotes) == 0) {
 		return nil, nil
@@ -102,6 +120,12 @@ func leafNodesOf(nc *clusterv1beta1.NatsCluster) (*leafNodesConfig, error) {
 	out := &leafNodesConfig{}
 	if l.Accept {
 		out.Listen = fmt.Sprintf("0.0.0.0:%d", LeafNodePort)
+	}
+	if l.TLS != nil && l.Accept {
+		if tls.Routes == nil {
+			return nil, &SpecError{Field: "spec.leafnodes.tls", Message: "needs route TLS: every server presents the routes' certificate to leaves, and spec.routes.tls is Disabled"}
+		}
+		out.TLS = tlsBlock(&TLSFiles{CertKey: tls.Routes.CertKey, KeyKey: tls.Routes.KeyKey}, RoutesTLSDir)
 	}
 	for i, r := range l.Remotes {
 		field := fmt.Sprintf("spec.leafnodes.remotes[%d]", i)
@@ -126,6 +150,9 @@ func leafNodesOf(nc *clusterv1beta1.NatsCluster) (*leafNodesConfig, error) {
 		if r.Credentials != nil {
 			remote.Credentials = ConfigDir + "/" + LeafCredentialsKey(r.Name)
 		}
+		if r.TLS != nil {
+			remote.TLS = &leafRemoteTLS{CAFile: ConfigDir + "/" + LeafCAKey(r.Name)}
+		}
 		out.Remotes = append(out.Remotes, remote)
 	}
 	return out, nil
@@ -139,6 +166,9 @@ func (l *leafNodesConfig) remotesCanonical() string {
 		p := strings.Join(slices.Sorted(slices.Values(r.URLs)), ",")
 		if r.Credentials != "" {
 			p += " credentials=" + r.Credentials
+		}
+		if r.TLS != nil {
+			p += " tls"
 		}
 		if r.Account != "" {
 			p += " account=" + r.Account
@@ -162,6 +192,9 @@ func validateStoredLeafNodes(l *clusterv1beta1.LeafNodesSpec) error {
 	if l == nil {
 		return nil
 	}
+	if l.TLS != nil && !l.Accept {
+		return &SpecError{Field: "spec.leafnodes.tls", Message: "is the TLS of the leaf listener: it needs accept"}
+	}
 	seen := map[string]bool{}
 	for i, r := range l.Remotes {
 		field := fmt.Sprintf("spec.leafnodes.remotes[%d]", i)
@@ -176,6 +209,8 @@ func validateStoredLeafNodes(l *clusterv1beta1.LeafNodesSpec) error {
 			return &SpecError{Field: field + ".account", Message: fmt.Sprintf("%q is no account name or public key", r.Account)}
 		case r.Credentials != nil && r.Credentials.Name == "":
 			return &SpecError{Field: field + ".credentials.name", Message: "names no Secret"}
+		case r.TLS != nil && r.ClusterRef == nil && r.TLS.CASecret == nil:
+			return &SpecError{Field: field + ".tls", Message: "tls on a leaf remote by urls needs tls.caSecret, the CA the hub's certificate is verified against"}
 		}
 		seen[r.Name] = true
 		for j, u := range r.URLs {

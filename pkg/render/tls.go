@@ -29,6 +29,9 @@ type TLS struct {
 	// <name>-gateway-ca (CASecret, GatewayCASuffix); CADigest is the
 	// bundle's digest.
 	Gateway *TLSFiles
+	// LeafCAs is a digest of the CAs of the leaf remotes with tls (in the
+	// Secret <name>-leaf-credentials): another CA is a new config.
+	LeafCAs string
 }
 
 // GatewayCASuffix names the Secret <name>-gateway-ca the controller keeps

@@ -82,6 +82,9 @@ type ConfigFacts struct {
 	// LeafnodeRemotes are the remotes they connect to as a leaf, in one
 	// canonical string; empty without.
 	LeafnodesAccept bool
+	// LeafnodesTLS says whether the leaf listener requires TLS
+	// (spec.leafnodes.tls).
+	LeafnodesTLS    bool
 	LeafnodeRemotes string
 }
 
@@ -173,8 +176,14 @@ const (
 	// reload not supported for LeafNode"), and servers listening and not
 	// route and keep one meta group, so it restarts one at a time.
 	ChangeLeafnodesAccept ChangeKind = "LeafnodesAccept"
+	// ChangeLeafnodesTLS is the leaf listener's TLS turned on or off
+	// (spec.leafnodes.tls): servers with it and without route and keep
+	// one meta group (the route-compatibility matrix), and nats-server does
+	// not reload it, so it restarts one server at a time. Leaves connected
+	// without TLS are refused by the servers with it.
+	ChangeLeafnodesTLS ChangeKind = "LeafnodesTLS"
 	// ChangeLeafnodeRemotes is another set of leaf remotes (added,
-	// removed, other URLs, credentials or account): nats-server reloads
+	// removed, other URLs, credentials, account, TLS or CA): nats-server reloads
 	// them without auth, connecting to the added remotes and closing the
 	// removed ones (reload.go's leafNodeOption).
 	ChangeLeafnodeRemotes ChangeKind = "LeafnodeRemotes"
@@ -291,6 +300,7 @@ var effects = map[ChangeKind]Effect{
 		Why: "a server with gateway TLS and one without cannot connect to each other: the clusters would reach each other only from some servers"},
 	ChangeGatewayCA:       {ReloadsWithoutAuth: true, What: "another gateway CA bundle"},
 	ChangeLeafnodesAccept: {What: "accepting leaf connections or no longer"},
+	ChangeLeafnodesTLS:    {What: "the leaf listener's TLS turned on or off"},
 	ChangeLeafnodeRemotes: {ReloadsWithoutAuth: true, What: "other leaf remotes"},
 }
 
@@ -301,7 +311,7 @@ var changeOrder = []ChangeKind{
 	ChangeClusterName, ChangeJetStreamDomain, ChangeJetStream, ChangeJetStreamDomainAddRemove, ChangeVersion,
 	ChangeJetStreamLimitsRaised, ChangeJetStreamLimitsLowered, ChangeServerTags, ChangeAccounts, ChangeResolver, ChangeSystemUser, ChangeSystemUserNKey,
 	ChangeRouteTLS, ChangeRouteCA, ChangeClientTLS, ChangeRouteCertificate, ChangeClientCertificate, ChangeLameDuck,
-	ChangeGateway, ChangeGatewayRemotes, ChangeGatewayTLS, ChangeGatewayCA, ChangeLeafnodesAccept, ChangeLeafnodeRemotes,
+	ChangeGateway, ChangeGatewayRemotes, ChangeGatewayTLS, ChangeGatewayCA, ChangeLeafnodesAccept, ChangeLeafnodesTLS, ChangeLeafnodeRemotes,
 }
 
 // ChangeKinds returns every change kind in the order Changes lists them.
@@ -419,6 +429,9 @@ func Classify(running, target ConfigFacts) []Change {
 	}
 	if running.LeafnodesAccept != target.LeafnodesAccept {
 		add(ChangeLeafnodesAccept, onOff(running.LeafnodesAccept), onOff(target.LeafnodesAccept))
+	}
+	if running.LeafnodesTLS != target.LeafnodesTLS {
+		add(ChangeLeafnodesTLS, onOff(running.LeafnodesTLS), onOff(target.LeafnodesTLS))
 	}
 	if running.LeafnodeRemotes != target.LeafnodeRemotes {
 		add(ChangeLeafnodeRemotes, orNone(running.LeafnodeRemotes), orNone(target.LeafnodeRemotes))

@@ -287,6 +287,10 @@ var badClusters = []badCluster{
 	{name: "a leaf remote name that is no DNS label is refused", edits: []edit{set("spec.leafnodes.remotes", []any{map[string]any{"name": "Hub_1", "urls": []any{"nats://h:7422"}}})},
 		field: "spec.leafnodes.remotes[0].name", reason: metav1.StatusReasonInvalid},
 	{name: "an advertise address without a port is refused", edits: []edit{set("spec.gateway.advertise", "gw.example.com")}, field: "spec.gateway.advertise", reason: metav1.StatusReasonInvalid},
+	{name: "leaf listener TLS without accept is refused", edits: []edit{set("spec.leafnodes", map[string]any{"tls": map[string]any{}})},
+		field: "spec.leafnodes.tls", reason: metav1.StatusReasonInvalid},
+	{name: "TLS on a leaf remote by urls without a CA Secret is refused", edits: []edit{set("spec.leafnodes.remotes", []any{map[string]any{
+		"name": "hub", "urls": []any{"tls://h:7422"}, "tls": map[string]any{}}})}, field: "spec.leafnodes.remotes[0].tls", reason: metav1.StatusReasonInvalid},
 	{name: "a gateway CA Secret name that is no DNS subdomain is refused", edits: []edit{set("spec.gateway.tls", map[string]any{"caSecret": map[string]any{"name": "Far_CAs"}})},
 		field: "spec.gateway.tls.caSecret.name", reason: metav1.StatusReasonInvalid},
 	{name: "nats resources in spec.resources and the podTemplate are refused", edits: []edit{

@@ -26,10 +26,12 @@ var (
 )
 
 // A hub in operator mode (natscluster-auth.yaml: 3 servers, JetStream,
-// the app account, spec.leafnodes.accept) and a leaf cluster in another
-// namespace (3 servers, no auth, JetStream in its own domain "edge"). The
-// leaf is given a remote referencing the hub without credentials: the hub
-// refuses the connections, and LeafnodesConnected is False. Then the
+// the app account, spec.leafnodes.accept with TLS) and a leaf cluster in
+// another namespace (3 servers, no auth, JetStream in its own domain
+// "edge"). The leaf is given a remote referencing the hub, over TLS (the
+// hub's routes CA copied into leaf-leaf-credentials, the hub's certificate
+// verified against it), without credentials: the hub refuses the
+// connections, and LeafnodesConnected is False. Then the
 // remote gets the app user's creds file from a Secret of the leaf's
 // namespace. Both changes are reloads (status.config.appliedBy Reload, no
 // pod restarted). Then LeafnodesConnected is True, every server lists a hub
@@ -46,6 +48,7 @@ func TestLeafClusterConnectsToAHubByReload(t *testing.T) {
 		if o.GetKind() == "NatsCluster" {
 			o.SetName("hub")
 			_ = unstructured.SetNestedField(o.Object, true, "spec", "leafnodes", "accept")
+			_ = unstructured.SetNestedMap(o.Object, map[string]any{}, "spec", "leafnodes", "tls")
 		}
 	})
 	edge.ApplyExample(ctx, t, nsLeafEdge, "natscluster-jetstream.yaml", func(o *unstructured.Unstructured) {
@@ -54,14 +57,16 @@ func TestLeafClusterConnectsToAHubByReload(t *testing.T) {
 			_ = unstructured.SetNestedField(o.Object, "edge", "spec", "jetstream", "domain")
 		}
 	})
-	hub.WaitSettledUpToDate(ctx, t, nsLeafHub, "hub", 4*time.Minute)
+	if nc := hub.WaitSettledUpToDate(ctx, t, nsLeafHub, "hub", 4*time.Minute); nc.Spec.LeafNodes == nil || nc.Spec.LeafNodes.TLS == nil {
+		t.Fatalf("the hub has no spec.leafnodes.tls: %+v", nc.Spec.LeafNodes)
+	}
 	edge.WaitSettledUpToDate(ctx, t, nsLeafEdge, "leaf", 4*time.Minute)
 	pods := []string{"leaf-0-0", "leaf-1-0", "leaf-2-0"}
 	uids := edge.PodUIDs(ctx, nsLeafEdge, pods...)
 
 	remote := func(credentials string) {
 		t.Helper()
-		patch := fmt.Sprintf(`{"spec":{"leafnodes":{"remotes":[{"name":"hub","clusterRef":{"name":"hub","namespace":%q}%s}]}}}`, nsLeafHub, credentials)
+		patch := fmt.Sprintf(`{"spec":{"leafnodes":{"remotes":[{"name":"hub","clusterRef":{"name":"hub","namespace":%q},"tls":{}%s}]}}}`, nsLeafHub, credentials)
 		if _, err := edge.Nats.ClusterV1beta1().NatsClusters(nsLeafEdge).Patch(ctx, "leaf", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -113,6 +118,18 @@ func TestLeafClusterConnectsToAHubByReload(t *testing.T) {
 	}
 	remote(`,"credentials":{"name":"hub-app-creds"}`)
 	leafnodes(metav1.ConditionTrue, time.Now())
+	files, err := edge.Kube.CoreV1().Secrets(nsLeafEdge).Get(ctx, "leaf-leaf-credentials", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hubCA, err := hub.Kube.CoreV1().Secrets(nsLeafHub).Get(ctx, "hub-routes-ca", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(files.Data["leaf-hub.ca.crt"]) != string(hubCA.Data["ca.crt"]) || string(files.Data["leaf-hub.creds"]) != string(creds.Data["user.creds"]) {
+		t.Fatalf("leaf-leaf-credentials holds %d keys, not the hub's routes CA and the app creds", len(files.Data))
+	}
+	t.Logf("leaf-leaf-credentials: the hub's routes CA (leaf-hub.ca.crt) and the app user's creds (leaf-hub.creds)")
 	for pod, uid := range edge.PodUIDs(ctx, nsLeafEdge, pods...) {
 		if uids[pod] != uid {
 			t.Errorf("pod %s was restarted: adding a leaf remote reloads", pod)

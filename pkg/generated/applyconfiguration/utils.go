@@ -76,6 +76,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &clusterv1beta1.LeafNodeRemoteApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("LeafNodesSpec"):
 		return &clusterv1beta1.LeafNodesSpecApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("LeafRemoteTLS"):
+		return &clusterv1beta1.LeafRemoteTLSApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("LocalObjectReference"):
 		return &clusterv1beta1.LocalObjectReferenceApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("MetricsSpec"):

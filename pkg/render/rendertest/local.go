@@ -146,6 +146,16 @@ func LocalizeSuperclusterConfig(cfg []byte, self Local, routes map[string]Local,
 		}
 	}
 	if ln, ok := m["leafnodes"].(map[string]any); ok {
+		tlsPaths(ln["tls"])
+		remotes, _ := ln["remotes"].([]any)
+		for _, r := range remotes {
+			if remote, ok := r.(map[string]any); ok {
+				tlsPaths(remote["tls"])
+				if p, ok := remote["credentials"].(string); ok {
+					remote["credentials"] = path(p)
+				}
+			}
+		}
 		if _, ok := ln["listen"]; ok {
 			if self.LeafPort == 0 {
 				return nil, fmt.Errorf("the config has leafnodes.listen and %s no leaf port", self.Dir)

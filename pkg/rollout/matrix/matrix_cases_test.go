@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -210,6 +211,7 @@ func matrixCases(t testing.TB, tr *matrixTrust) []matrixCase {
 // connects a leaf).
 func leafCases(spec func(...rendertest.ClusterOption) matrixSpec) []matrixCase {
 	one := func(k ChangeKind) []ChangeKind { return []ChangeKind{k} }
+	routeTLS, _, _, _ := tlsSpecs()
 	return []matrixCase{
 		{"accept leaf connections", one(ChangeLeafnodesAccept), spec(), spec(rendertest.LeafNodes(true))},
 		{"stop accepting leaf connections", one(ChangeLeafnodesAccept), spec(rendertest.LeafNodes(true)), spec()},
@@ -217,8 +219,30 @@ func leafCases(spec func(...rendertest.ClusterOption) matrixSpec) []matrixCase {
 		{"a leaf remote removed", one(ChangeLeafnodeRemotes), spec(rendertest.LeafNodes(false, leafRemote("hub", "nats://127.0.0.1:1"))), spec()},
 		{"a leaf remote's URLs changed", one(ChangeLeafnodeRemotes), spec(rendertest.LeafNodes(false, leafRemote("hub", "nats://127.0.0.1:1"))),
 			spec(rendertest.LeafNodes(false, leafRemote("hub", "nats://127.0.0.1:1", "nats://127.0.0.1:2")))},
+		// TLS: the listener's with the routes' certificate; a remote's
+		// with a CA file (writeMatrixTLS writes leaf-hub.ca.crt).
+		{"leaf listener TLS on", one(ChangeLeafnodesTLS), routeTLS(spec(rendertest.LeafNodes(true))), routeTLS(spec(rendertest.LeafNodes(true), leafListenerTLS))},
+		{"leaf listener TLS off", one(ChangeLeafnodesTLS), routeTLS(spec(rendertest.LeafNodes(true), leafListenerTLS)), routeTLS(spec(rendertest.LeafNodes(true)))},
+		{"a leaf remote over TLS", one(ChangeLeafnodeRemotes), spec(rendertest.LeafNodes(false, leafRemote("hub", "nats://127.0.0.1:1"))),
+			leafCAs(spec(rendertest.LeafNodes(false, tlsRemote)))},
+		{"another CA of a leaf remote", one(ChangeLeafnodeRemotes), leafCAs(spec(rendertest.LeafNodes(false, tlsRemote))),
+			otherLeafCAs(leafCAs(spec(rendertest.LeafNodes(false, tlsRemote))))},
 	}
 }
+
+// leafListenerTLS turns the leaf listener's TLS on.
+func leafListenerTLS(nc *clusterv1beta1.NatsCluster) {
+	nc.Spec.LeafNodes.TLS = &clusterv1beta1.LeafNodesTLS{}
+}
+
+// tlsRemote is a leaf remote by URL over TLS, its CA from a Secret.
+var tlsRemote = clusterv1beta1.LeafNodeRemote{Name: "hub", URLs: []string{"tls://127.0.0.1:1"},
+	TLS: &clusterv1beta1.LeafRemoteTLS{CASecret: &clusterv1beta1.CAKeySelector{Name: "hub-ca"}}}
+
+// leafCAs and otherLeafCAs give the spec's leaf remotes a CA digest, and
+// another one (the file stays: a new digest is a new config to reload).
+func leafCAs(s matrixSpec) matrixSpec      { s.tls.LeafCAs = "matrix"; return s }
+func otherLeafCAs(s matrixSpec) matrixSpec { s.tls.LeafCAs = "another CA"; return s }
 
 // olderPatchRelease is the other nats-server release the matrices run
 // every gateway and leafnode case on, besides the default one
@@ -341,7 +365,7 @@ func serverRuns(t testing.TB, spec matrixSpec, out *render.Output, bins map[stri
 		} else if facts.SystemUser {
 			runs[i].SystemPassword = systemUserPassword(spec.systemUser)
 		}
-		if facts.RouteTLS || facts.ClientTLS {
+		if facts.RouteTLS || facts.ClientTLS || strings.Contains(facts.LeafnodeRemotes, " tls") {
 			ca := writeMatrixTLS(t, locals, locals[i].Dir)
 			if facts.ClientTLS {
 				runs[i].ClientCA = ca
@@ -422,6 +446,10 @@ func writeMatrixTLS(t testing.TB, locals []rendertest.Local, dir string) []byte 
 				t.Fatal(err)
 			}
 		}
+	}
+	// The CA of leaf remote hub (tlsRemote), as the config volume has it.
+	if err := os.WriteFile(filepath.Join(dir, "config", render.LeafCAKey("hub")), matrixPKI.ca.Cert, 0o600); err != nil {
+		t.Fatal(err)
 	}
 	return matrixPKI.ca.Cert
 }

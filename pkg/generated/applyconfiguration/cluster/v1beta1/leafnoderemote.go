@@ -43,6 +43,12 @@ type LeafNodeRemoteApplyConfiguration struct {
 	// restart them once, one at a time). A new creds file in the Secret
 	// is used from the servers' next leaf connection on.
 	Credentials *SecretKeySelectorApplyConfiguration `json:"credentials,omitempty"`
+	// tls connects over TLS, verifying the hub's certificate: against the
+	// routes CA of the clusterRef NatsCluster (which needs
+	// spec.leafnodes.tls), or the CAs of caSecret. The controller copies
+	// the CA into <name>-leaf-credentials, so adding or changing it
+	// reloads (nats-server reloads a remote's TLS).
+	TLS *LeafRemoteTLSApplyConfiguration `json:"tls,omitempty"`
 	// account is the local account the leaf connection binds (nats-server's
 	// remote "account"): with auth, an account's public key; absent, the
 	// global account without auth.
@@ -86,6 +92,14 @@ func (b *LeafNodeRemoteApplyConfiguration) WithURLs(values ...string) *LeafNodeR
 // If called multiple times, the Credentials field is set to the value of the last call.
 func (b *LeafNodeRemoteApplyConfiguration) WithCredentials(value *SecretKeySelectorApplyConfiguration) *LeafNodeRemoteApplyConfiguration {
 	b.Credentials = value
+	return b
+}
+
+// WithTLS sets the TLS field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the TLS field is set to the value of the last call.
+func (b *LeafNodeRemoteApplyConfiguration) WithTLS(value *LeafRemoteTLSApplyConfiguration) *LeafNodeRemoteApplyConfiguration {
+	b.TLS = value
 	return b
 }
 

@@ -18,6 +18,10 @@ limitations under the License.
 
 package v1beta1
 
+import (
+	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
+)
+
 // LeafNodesSpecApplyConfiguration represents a declarative configuration of the LeafNodesSpec type for use
 // with apply.
 //
@@ -35,6 +39,15 @@ type LeafNodesSpecApplyConfiguration struct {
 	// servers trust, and lands in that account; without auth it lands in
 	// the global account.
 	Accept *bool `json:"accept,omitempty"`
+	// tls makes the leaf listener (accept) require TLS: every server
+	// presents the routes' certificate (spec.routes.tls, which must not be
+	// Disabled; the generated one is then also issued for
+	// <name>-headless.<namespace>.svc, the name leaves dial). Leaves are
+	// not asked for a certificate: they authenticate with credentials.
+	// nats-server does not reload turning it on or off, so that restarts
+	// the servers one at a time; leaves connected without TLS reconnect
+	// and are refused until their remote has tls.
+	TLS *clusterv1beta1.LeafNodesTLS `json:"tls,omitempty"`
 	// remotes are the clusters every server connects to as a leaf.
 	Remotes []LeafNodeRemoteApplyConfiguration `json:"remotes,omitempty"`
 }
@@ -50,6 +63,14 @@ func LeafNodesSpec() *LeafNodesSpecApplyConfiguration {
 // If called multiple times, the Accept field is set to the value of the last call.
 func (b *LeafNodesSpecApplyConfiguration) WithAccept(value bool) *LeafNodesSpecApplyConfiguration {
 	b.Accept = &value
+	return b
+}
+
+// WithTLS sets the TLS field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the TLS field is set to the value of the last call.
+func (b *LeafNodesSpecApplyConfiguration) WithTLS(value clusterv1beta1.LeafNodesTLS) *LeafNodesSpecApplyConfiguration {
+	b.TLS = &value
 	return b
 }
 
