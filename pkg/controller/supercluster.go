@@ -38,6 +38,9 @@ const SuperclusterLeaseName = "nats-operator-supercluster-rollout"
 const (
 	superclusterLeaseDuration = 2 * time.Minute
 	superclusterLeaseRenew    = 20 * time.Second
+	// superclusterLeaseSeconds is superclusterLeaseDuration as the Lease
+	// spells it.
+	superclusterLeaseSeconds = int32(superclusterLeaseDuration / time.Second)
 )
 
 // superclusterWaitError is a restart that waits for another member of the
@@ -73,7 +76,7 @@ func (c *Controller) superclusterTurn(ctx context.Context, nc *clusterv1beta1.Na
 	me, now := holderOf(nc), metav1.NewMicroTime(time.Now())
 	l, err := leases.Get(ctx, SuperclusterLeaseName, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		seconds := int32(superclusterLeaseDuration / time.Second)
+		seconds := superclusterLeaseSeconds
 		_, err = leases.Create(ctx, &coordinationv1.Lease{
 			ObjectMeta: metav1.ObjectMeta{Name: SuperclusterLeaseName, Namespace: c.leaseNamespace},
 			Spec:       coordinationv1.LeaseSpec{HolderIdentity: &me, LeaseDurationSeconds: &seconds, AcquireTime: &now, RenewTime: &now, LeaseTransitions: new(int32(1))},
@@ -99,7 +102,7 @@ func (c *Controller) superclusterTurn(ctx context.Context, nc *clusterv1beta1.Na
 		l.Spec.LeaseTransitions = &transitions
 	}
 	l.Spec.HolderIdentity, l.Spec.RenewTime = &me, &now
-	seconds := int32(superclusterLeaseDuration / time.Second)
+	seconds := superclusterLeaseSeconds
 	l.Spec.LeaseDurationSeconds = &seconds
 	_, err = leases.Update(ctx, l, metav1.UpdateOptions{FieldManager: FieldManager})
 	c.countWrite("leases", "update")

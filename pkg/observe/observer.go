@@ -420,13 +420,8 @@ func (o *Observer) fetch(ctx context.Context, client *http.Client, url string, a
 // and, when it answers, rebuilds the snapshot's groups and Verdict with
 // its view. It says whether it did.
 func (o *Observer) ViewRemoteMetaLeader(ctx context.Context, t Target, snap *Snapshot) bool {
-	if snap == nil || snap.MetaLeader == "" {
+	if snap == nil {
 		return false
-	}
-	for _, r := range snap.reports {
-		if r.reporter() == snap.MetaLeader {
-			return false
-		}
 	}
 	lead := o.remoteMetaLeader(ctx, t, snap.reports, snap.MetaLeader)
 	if lead == nil {

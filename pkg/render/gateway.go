@@ -74,23 +74,20 @@ func gatewayOf(nc *clusterv1beta1.NatsCluster, tls TLS) (*gatewayConfig, error) 
 		if r.Name == name {
 			return nil, &SpecError{Field: field + ".name", Message: fmt.Sprintf("%q is this cluster's own gateway name: a remote is another cluster", r.Name)}
 		}
-		remote := gatewayRemote{Name: r.Name}
-		switch {
-		case r.ClusterRef != nil:
+		// validateStoredGateway made sure of exactly one of clusterRef
+		// and urls.
+		remote := gatewayRemote{Name: r.Name, URLs: r.URLs}
+		if r.ClusterRef != nil {
 			name, ns, err := otherCluster(nc, r.ClusterRef, field+".clusterRef")
 			if err != nil {
 				return nil, err
 			}
 			remote.URLs = []string{GatewayURL(name, ns)}
-		case len(r.URLs) > 0:
-			for _, u := range r.URLs {
-				if err := checkConfigString(field+".urls entry", u); err != nil {
-					return nil, &SpecError{Field: field + ".urls", Message: err.Error()}
-				}
+		}
+		for _, u := range remote.URLs {
+			if err := checkConfigString(field+".urls entry", u); err != nil {
+				return nil, &SpecError{Field: field + ".urls", Message: err.Error()}
 			}
-			remote.URLs = r.URLs
-		default:
-			return nil, &SpecError{Field: field, Message: "names neither clusterRef nor urls"}
 		}
 		out.Gateways = append(out.Gateways, remote)
 	}

@@ -129,18 +129,15 @@ func leafNodesOf(nc *clusterv1beta1.NatsCluster, tls TLS) (*leafNodesConfig, err
 	}
 	for i, r := range l.Remotes {
 		field := fmt.Sprintf("spec.leafnodes.remotes[%d]", i)
-		remote := leafRemote{Account: r.Account}
-		switch {
-		case r.ClusterRef != nil:
+		// validateStoredLeafNodes made sure of exactly one of clusterRef
+		// and urls.
+		remote := leafRemote{Account: r.Account, URLs: slices.Clone(r.URLs)}
+		if r.ClusterRef != nil {
 			name, ns, err := otherCluster(nc, r.ClusterRef, field+".clusterRef")
 			if err != nil {
 				return nil, err
 			}
 			remote.URLs = []string{LeafURL(name, ns)}
-		case len(r.URLs) > 0:
-			remote.URLs = slices.Clone(r.URLs)
-		default:
-			return nil, &SpecError{Field: field, Message: "names neither clusterRef nor urls"}
 		}
 		for _, u := range remote.URLs {
 			if err := checkConfigString(field+".urls entry", u); err != nil {
