@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"crypto/tls"
 	"errors"
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -268,4 +270,138 @@ func TestLeafNodeTLSIsRenderedAndLoadsInNatsServer(t *testing.T) {
 	if _, err := render.Render(render.Input{Cluster: byURLs}); !errors.As(err, &se) || se.Field != "spec.leafnodes.remotes[0].tls" {
 		t.Errorf("a remote by urls with tls and no caSecret rendered or failed otherwise: %v", err)
 	}
+}
+
+// Gateway TLS is how clusters of a supercluster authenticate each other:
+// every server presents its certificate and verifies the other's against
+// its CA bundle, both ways. Two single servers rendered from east and west
+// with spec.gateway.tls, each with a certificate of its own CA, run in
+// process: with each CA in the other's bundle they connect both ways; with
+// west's CA missing from east's bundle neither connection is made (east
+// refuses west's certificate when it dials and when west dials it).
+func TestGatewayTLSRefusesAClusterWhoseCAIsNotInTheBundle(t *testing.T) {
+	now := time.Now()
+	caEast, err := pki.NewCA("east routes CA", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caWest, err := pki.NewCA("west routes CA", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name      string
+		eastTrust [][]byte
+		connected bool
+	}{
+		{"west's CA in east's bundle", [][]byte{caEast.Cert, caWest.Cert}, true},
+		{"west's CA not in east's bundle", [][]byte{caEast.Cert}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			west := startGatewayServer(t, "west", caWest, bytes.Join([][]byte{caWest.Cert, caEast.Cert}, nil), "")
+			east := startGatewayServer(t, "east", caEast, bytes.Join(c.eastTrust, nil), west.GatewayAddr().String())
+			counts := func() (eo, ei, wo, wi int) {
+				eo, ei = gatewayConnections(t, east)
+				wo, wi = gatewayConnections(t, west)
+				return
+			}
+			connected := func() bool {
+				eo, ei, wo, wi := counts()
+				return eo == 1 && ei == 1 && wo == 1 && wi == 1
+			}
+			if c.connected {
+				deadline := time.Now().Add(5 * time.Second)
+				for time.Now().Before(deadline) && !connected() {
+					time.Sleep(50 * time.Millisecond)
+				}
+			} else {
+				// Time for both to dial and be refused, and retry.
+				time.Sleep(2 * time.Second)
+			}
+			eo, ei, wo, wi := counts()
+			got := fmt.Sprintf("east out %d in %d, west out %d in %d", eo, ei, wo, wi)
+			t.Log(got)
+			if c.connected && !connected() {
+				t.Fatalf("the gateways did not connect both ways: %s", got)
+			}
+			if !c.connected && eo+ei+wo+wi != 0 {
+				t.Fatalf("a gateway connected although east does not trust west's CA: %s", got)
+			}
+		})
+	}
+}
+
+// startGatewayServer renders a one-server cluster named name with
+// spec.gateway.tls (a remote by url when remote is set), writes a
+// certificate of ca for 127.0.0.1 as the routes' and the gateway's, and
+// bundle as the gateway CA bundle, and runs it in process on loopback
+// ports with its route block dropped.
+func startGatewayServer(t *testing.T, name string, ca pki.Pair, bundle []byte, remote string) *server.Server {
+	t.Helper()
+	var remotes []clusterv1beta1.GatewayRemote
+	if remote != "" {
+		remotes = append(remotes, clusterv1beta1.GatewayRemote{Name: "west", URLs: []string{"tls://" + remote}})
+	}
+	nc := rt.NewCluster(name, name, rt.Replicas(1), rt.Gateway(remotes...))
+	nc.Spec.Gateway.TLS = &clusterv1beta1.GatewayTLS{}
+	files := &render.TLSFiles{Secret: name + "-routes-tls", CertKey: "tls.crt", KeyKey: "tls.key", CAKey: "ca.crt", Digest: "r", CADigest: "c", Verify: true}
+	gateway := *files
+	gateway.CASecret = name + render.GatewayCASuffix
+	out, err := render.Render(render.Input{Cluster: nc, TLS: render.TLS{Routes: files, Gateway: &gateway}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := pki.IssueForIPs(ca, name, []net.IP{net.ParseIP("127.0.0.1")}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	for dir, trust := range map[string][]byte{render.RoutesTLSDir: ca.Cert, render.GatewayTLSDir: bundle} {
+		for file, b := range map[string][]byte{"tls.crt": leaf.Cert, "tls.key": leaf.Key, "ca.crt": trust} {
+			p := filepath.Join(root, render.ConfigDir, dir, file)
+			if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	cfg := bytes.ReplaceAll(out.Servers[0].Config, []byte(`"`+render.ConfigDir+`/`), []byte(`"`+root+render.ConfigDir+`/`))
+	o := loadRendered(t, cfg)
+	o.Host, o.Port, o.HTTPPort, o.NoSigs, o.NoLog = "127.0.0.1", -1, 0, true, true
+	o.Cluster.Host, o.Cluster.Port, o.Routes = "127.0.0.1", -1, nil
+	o.Gateway.Host, o.Gateway.Port = "127.0.0.1", -1
+	o.Gateway.ConnectRetries = 0
+	o.PidFile, o.PortsFileDir = "", ""
+	s, err := server.NewServer(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.ConfigureLogger()
+	go s.Start()
+	if !s.ReadyForConnections(5 * time.Second) {
+		t.Fatalf("%s did not start", name)
+	}
+	t.Cleanup(s.Shutdown)
+	return s
+}
+
+// gatewayConnections counts a server's outbound and inbound gateway
+// connections (its /gatewayz).
+func gatewayConnections(t *testing.T, s *server.Server) (out, in int) {
+	t.Helper()
+	z, err := s.Gatewayz(&server.GatewayzOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range z.OutboundGateways {
+		if g.Connection != nil {
+			out++
+		}
+	}
+	for _, gs := range z.InboundGateways {
+		in += len(gs)
+	}
+	return out, in
 }

@@ -24,13 +24,17 @@ import (
 var (
 	nsSuperEast = framework.SharedNamespace("supercluster-east")
 	nsSuperWest = framework.SharedNamespace("supercluster-west")
+	nsSuperEdge = framework.SharedNamespace("supercluster-edge")
 )
 
-// superclusterMember edits the example JetStream cluster into the
-// NatsCluster name with a gateway to the NatsCluster remote of namespace
-// remoteNS, on version, with gateway TLS (the routes' generated
-// certificate, the remote's routes CA in the bundle).
-func superclusterMember(name, version, remote, remoteNS string) func(*unstructured.Unstructured) {
+// superclusterMember edits the example cluster with auth
+// (natscluster-auth.yaml: operator mode, the app account; every cluster
+// of the supercluster trusts the same NATS operator and system account)
+// into the NatsCluster name with a gateway to the NatsCluster remote of
+// namespace remoteNS, on version, with gateway TLS (the routes' generated
+// certificate, the remote's routes CA in the bundle), and, with
+// acceptLeaves, accepting leaf connections over TLS.
+func superclusterMember(name, version, remote, remoteNS string, acceptLeaves bool) func(*unstructured.Unstructured) {
 	return func(o *unstructured.Unstructured) {
 		if o.GetKind() != "NatsCluster" {
 			return
@@ -41,6 +45,10 @@ func superclusterMember(name, version, remote, remoteNS string) func(*unstructur
 			"name": remote, "clusterRef": map[string]any{"name": remote, "namespace": remoteNS},
 		}}, "spec", "gateway", "remotes")
 		_ = unstructured.SetNestedMap(o.Object, map[string]any{}, "spec", "gateway", "tls")
+		if acceptLeaves {
+			_ = unstructured.SetNestedField(o.Object, true, "spec", "leafnodes", "accept")
+			_ = unstructured.SetNestedMap(o.Object, map[string]any{}, "spec", "leafnodes", "tls")
+		}
 	}
 }
 
@@ -120,8 +128,10 @@ func TestSuperclusterOfTwoNatsClusters(t *testing.T) {
 	defer cancel()
 	east := framework.Shared(ctx, t, nsSuperEast)
 	west := framework.Shared(ctx, t, nsSuperWest)
-	west.ApplyExample(ctx, t, nsSuperWest, "natscluster-jetstream.yaml", superclusterMember("west", "2.15.2", "east", nsSuperEast))
-	east.ApplyExample(ctx, t, nsSuperEast, "natscluster-jetstream.yaml", superclusterMember("east", "2.15.1", "west", nsSuperWest))
+	edge := framework.Shared(ctx, t, nsSuperEdge)
+	west.ApplyExample(ctx, t, nsSuperWest, "natscluster-auth.yaml", superclusterMember("west", "2.15.2", "east", nsSuperEast, false))
+	east.ApplyExample(ctx, t, nsSuperEast, "natscluster-auth.yaml", superclusterMember("east", "2.15.1", "west", nsSuperWest, true))
+	startLeafOfEast(ctx, t, east, edge)
 	east.WaitSettledUpToDate(ctx, t, nsSuperEast, "east", 5*time.Minute)
 	west.WaitSettledUpToDate(ctx, t, nsSuperWest, "west", 5*time.Minute)
 	ce := waitGatewaysConnected(ctx, t, east, nsSuperEast, "east", "west")
@@ -133,7 +143,8 @@ func TestSuperclusterOfTwoNatsClusters(t *testing.T) {
 	checkGatewayCABundle(ctx, t, west, nsSuperWest, "west", nsSuperEast, "east")
 
 	eastURLs := east.PodURLs(ctx, t, nsSuperEast, "east")
-	conn := framework.Connect(t, eastURLs)
+	appCreds := east.CredsFile(ctx, t, nsSuperEast, "demo-app-creds")
+	conn := framework.Connect(t, eastURLs, nats.UserCredentials(appCreds))
 	js, err := jetstream.New(conn)
 	if err != nil {
 		t.Fatal(err)
@@ -193,7 +204,7 @@ func TestSuperclusterOfTwoNatsClusters(t *testing.T) {
 	acked := pub.Stop()
 	reader := &framework.StreamReader{Stream: "ORDERS"}
 	poll.Eventually(t, 2*time.Minute, time.Second, "reading ORDERS back through east", func() error {
-		c, err := nats.Connect(strings.Join(eastURLs, ","), nats.Timeout(2*time.Second))
+		c, err := nats.Connect(strings.Join(eastURLs, ","), nats.Timeout(2*time.Second), nats.UserCredentials(appCreds))
 		if err != nil {
 			return err
 		}
@@ -242,6 +253,10 @@ func TestSuperclusterOfTwoNatsClusters(t *testing.T) {
 
 	// Both members changed at the same moment: they take turns.
 	simultaneousVersionChanges(ctx, t, east, west)
+
+	// The leaf cluster, connected to east all along, is connected again
+	// after both rollouts, and messages cross both ways.
+	checkLeafOfEast(ctx, t, east, edge, appCreds)
 }
 
 // downIntervals are the times each stepped pod of a tracker was out: from
