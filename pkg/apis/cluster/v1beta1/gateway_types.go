@@ -47,7 +47,11 @@ type GatewaySpec struct {
 	// +optional
 	RejectUnknownCluster bool `json:"rejectUnknownCluster,omitempty"`
 
-	// tls secures the gateway connections, verified on both sides. Turning
+	// tls secures the gateway connections, verified on both sides: it is
+	// also how clusters authenticate each other (a server accepts and
+	// dials only servers whose certificate chains to a CA of its bundle;
+	// there is no gateway password, which nats-server would send in clear
+	// text on every connection it makes). Turning
 	// it on or off on a running cluster splits the supercluster one server
 	// at a time (a server with gateway TLS and one without cannot connect):
 	// it is held with GatewayChangeBlocked, like adding the gateway.
