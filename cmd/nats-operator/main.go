@@ -25,6 +25,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nats-operator/nats-operator/pkg/controller"
+	"github.com/nats-operator/nats-operator/pkg/controller/backups"
 	versioned "github.com/nats-operator/nats-operator/pkg/generated/clientset/versioned"
 )
 
@@ -48,9 +49,14 @@ type options struct {
 	resync              time.Duration
 	qps                 float64
 	burst               int
+	jobImage            string
+	backupWorkers       int
 }
 
 func main() {
+	if len(os.Args) > 1 && (os.Args[1] == "backup" || os.Args[1] == "restore") {
+		os.Exit(runJob(os.Args[1], os.Args[2:]))
+	}
 	klog.InitFlags(nil)
 	var o options
 	flag.StringVar(&o.kubeconfig, "kubeconfig", "", "Path to a kubeconfig. Empty: the in-cluster config.")
@@ -76,6 +82,8 @@ func main() {
 	flag.DurationVar(&o.reloadTimeout, "reload-timeout", controller.DefaultReloadTimeout,
 		"How long a server may take to report the config it was reloaded onto (a kubelet updates a mounted ConfigMap within about a minute) before it is restarted instead.")
 	flag.StringVar(&o.controllerNamespace, "controller-namespace", "", "Namespace the controller runs in: every cluster's NetworkPolicy admits the monitoring port from it. Empty: the pod's namespace (POD_NAMESPACE), else "+controller.DefaultControllerNamespace+".")
+	flag.StringVar(&o.jobImage, "job-image", backups.DefaultImage, "Image of the Jobs that back up and restore streams (NatsBackup, NatsRestore): this controller's own image, which runs `nats-operator backup` and `nats-operator restore`.")
+	flag.IntVar(&o.backupWorkers, "backup-workers", 1, "Number of NatsBackups and NatsRestores synced in parallel.")
 	flag.Parse()
 	if o.controllerNamespace == "" {
 		o.controllerNamespace = os.Getenv("POD_NAMESPACE")
@@ -137,6 +145,17 @@ func run(ctx context.Context, o options) error {
 		PauseBeforeStep: o.pauseBeforeStep, LeaseNamespace: leaseNamespace(o),
 	})
 
+	bctrl := backups.New(ctx, backups.Options{KubeClient: kubeClient, NatsClient: natsClient, Informers: inf.Backups,
+		Clusters: inf.Clusters, Pods: inf.Pods, Image: o.jobImage})
+	runBoth := func(ctx context.Context) error {
+		go func() {
+			if err := bctrl.Run(ctx, o.backupWorkers); err != nil {
+				logger.Error(err, "The NatsBackup controller stopped")
+			}
+		}()
+		return ctrl.Run(ctx, o.workers)
+	}
+
 	// Caches fill whether or not this replica leads, so a new leader starts warm.
 	inf.Start(ctx.Done())
 	defer inf.Shutdown()
@@ -165,15 +184,15 @@ func run(ctx context.Context, o options) error {
 	}()
 
 	if !o.leaderElect {
-		return ctrl.Run(ctx, o.workers)
+		return runBoth(ctx)
 	}
-	return runLeading(ctx, o, kubeClient, leaderHealth, ctrl)
+	return runLeading(ctx, o, kubeClient, leaderHealth, runBoth)
 }
 
 // runLeading runs the workers only while this replica holds the Lease. On
 // SIGTERM the workers drain first; only then is the lease released, so no
 // second replica acts while a step of this one is in flight.
-func runLeading(ctx context.Context, o options, kubeClient kubernetes.Interface, health *leaderelection.HealthzAdaptor, ctrl *controller.Controller) error {
+func runLeading(ctx context.Context, o options, kubeClient kubernetes.Interface, health *leaderelection.HealthzAdaptor, run func(context.Context) error) error {
 	logger := klog.FromContext(ctx)
 	// The identity names the pod (POD_NAME from the downward API; else the
 	// hostname, which is the pod's name in a pod) and the process.
@@ -219,7 +238,7 @@ func runLeading(ctx context.Context, o options, kubeClient kubernetes.Interface,
 					case <-runCtx.Done():
 					}
 				}()
-				if err := ctrl.Run(runCtx, o.workers); err != nil {
+				if err := run(runCtx); err != nil {
 					logger.Error(err, "Controller stopped")
 				}
 			},

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	kubeinformers "k8s.io/client-go/informers"
+	batchinformers "k8s.io/client-go/informers/batch/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
@@ -25,6 +27,7 @@ import (
 	trustv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/trust/v1beta1"
 	versioned "github.com/nats-operator/nats-operator/pkg/generated/clientset/versioned"
 	natsinformers "github.com/nats-operator/nats-operator/pkg/generated/informers/externalversions"
+	backupinformers "github.com/nats-operator/nats-operator/pkg/generated/informers/externalversions/cluster/v1beta1"
 )
 
 // ParseNamespaces reads a --namespace value: empty is every namespace
@@ -51,8 +54,22 @@ func ParseNamespaces(s string) []string {
 // build the same.
 type InformerSet struct {
 	Informers
+	// Backups are the informers of the NatsBackup and NatsRestore
+	// controller (pkg/controller/backups); started only once it asks for
+	// them.
+	Backups  BackupInformers
 	start    func(stop <-chan struct{})
 	shutdown func()
+}
+
+// BackupInformers are what the NatsBackup and NatsRestore controller
+// reads: those kinds, and the Jobs and CronJobs it makes (labelled
+// managed-by, as every object the controller makes).
+type BackupInformers struct {
+	Backups  backupinformers.NatsBackupInformer
+	Restores backupinformers.NatsRestoreInformer
+	Jobs     batchinformers.JobInformer
+	CronJobs batchinformers.CronJobInformer
 }
 
 // Start starts every informer; they stop when stop is closed or at
@@ -129,6 +146,8 @@ func NewInformerSet(kubeClient kubernetes.Interface, natsClient versioned.Interf
 			{&corev1.Pod{}, kubeClient.CoreV1().RESTClient(), "pods"},
 			{&policyv1.PodDisruptionBudget{}, kubeClient.PolicyV1().RESTClient(), "poddisruptionbudgets"},
 			{&networkingv1.NetworkPolicy{}, kubeClient.NetworkingV1().RESTClient(), "networkpolicies"},
+			{&batchv1.Job{}, kubeClient.BatchV1().RESTClient(), "jobs"},
+			{&batchv1.CronJob{}, kubeClient.BatchV1().RESTClient(), "cronjobs"},
 		} {
 			kubeFactory.InformerFor(k.obj, func(kubernetes.Interface, time.Duration) cache.SharedIndexInformer {
 				return namespacesInformer(namespaces, k.obj, resync, k.client, k.resource, tweak)
@@ -142,6 +161,8 @@ func NewInformerSet(kubeClient kubernetes.Interface, natsClient versioned.Interf
 			{&clusterv1beta1.NatsCluster{}, natsClient.ClusterV1beta1().RESTClient(), "natsclusters"},
 			{&trustv1beta1.NatsOperatorTrust{}, natsClient.TrustV1beta1().RESTClient(), "natsoperatortrusts"},
 			{&trustv1beta1.NatsAccountTrust{}, natsClient.TrustV1beta1().RESTClient(), "natsaccounttrusts"},
+			{&clusterv1beta1.NatsBackup{}, natsClient.ClusterV1beta1().RESTClient(), "natsbackups"},
+			{&clusterv1beta1.NatsRestore{}, natsClient.ClusterV1beta1().RESTClient(), "natsrestores"},
 		} {
 			natsFactory.InformerFor(k.obj, func(versioned.Interface, time.Duration) cache.SharedIndexInformer {
 				return namespacesInformer(namespaces, k.obj, resync, k.client, k.resource, none)
@@ -160,6 +181,11 @@ func NewInformerSet(kubeClient kubernetes.Interface, natsClient versioned.Interf
 		PDBs:            kubeFactory.Policy().V1().PodDisruptionBudgets(),
 		Secrets:         secrets,
 		NetworkPolicies: kubeFactory.Networking().V1().NetworkPolicies(),
+	}, Backups: BackupInformers{
+		Backups:  natsFactory.Cluster().V1beta1().NatsBackups(),
+		Restores: natsFactory.Cluster().V1beta1().NatsRestores(),
+		Jobs:     kubeFactory.Batch().V1().Jobs(),
+		CronJobs: kubeFactory.Batch().V1().CronJobs(),
 	}}
 	secretsStop := make(chan struct{})
 	set.start = func(stop <-chan struct{}) {

@@ -171,7 +171,13 @@ func startPackage(ctx context.Context, namespaces []string) (s *Stack, err error
 		}
 		stopEnv()
 	})
-	node, err := localnode.New(env.Config, localnode.Options{Root: filepath.Join(pkg.dir, "node")})
+	// The node runs the controller's image (the Jobs of NatsBackups and
+	// NatsRestores) as the binary built from this checkout.
+	bin, err := controllerBinary()
+	if err != nil {
+		return nil, err
+	}
+	node, err := localnode.New(env.Config, localnode.Options{Root: filepath.Join(pkg.dir, "node"), Images: map[string]string{ControllerImage: bin}})
 	if err != nil {
 		return nil, err
 	}

@@ -398,12 +398,15 @@ func (c *container) runOnce(ctx context.Context) (int, time.Duration, error) {
 	stopProbes()
 	finished := time.Now()
 	code := exitCode(cmd, waitErr)
-	var message string
+	// As a kubelet: the file at terminationMessagePath (here one under a
+	// volume mount, read where the mount lives), else, under
+	// FallbackToLogsOnError, the log's tail when the container failed.
+	message := c.terminationMessage(pod, binary)
 	if code == 0 {
 		reason = "Completed"
 	} else {
 		reason = "Error"
-		if c.spec.TerminationMessagePolicy == corev1.TerminationMessageFallbackToLogsOnError {
+		if message == "" && c.spec.TerminationMessagePolicy == corev1.TerminationMessageFallbackToLogsOnError {
 			message = c.logTail()
 		}
 	}
@@ -558,4 +561,30 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// maxTerminationMessage is what a kubelet keeps of a termination message.
+const maxTerminationMessage = 4096
+
+// terminationMessage reads the container's terminationMessagePath when it
+// lies under one of its volume mounts (the node gives containers no file
+// of their own at /dev/termination-log), at most 4096 bytes; empty when
+// there is none.
+func (c *container) terminationMessage(pod *corev1.Pod, binary string) string {
+	p := c.spec.TerminationMessagePath
+	if p == "" {
+		return ""
+	}
+	local := c.w.rewriter(pod, c.spec, binary).String(p)
+	if local == p {
+		return ""
+	}
+	b, err := os.ReadFile(local)
+	if err != nil {
+		return ""
+	}
+	if len(b) > maxTerminationMessage {
+		b = b[:maxTerminationMessage]
+	}
+	return string(b)
 }

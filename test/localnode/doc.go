@@ -176,6 +176,13 @@
 //     so the StatefulSet controller recreates the pod. A pod deleted from
 //     the API by force is stopped the same way.
 //
+//   - A container's termination message is the file at its
+//     terminationMessagePath when that lies under one of its volume mounts
+//     (read from the mount's local directory, at most 4096 bytes, as a
+//     kubelet keeps); else, under FallbackToLogsOnError, the tail of its
+//     log when it failed. (The node gives a container no file of its own
+//     at the default /dev/termination-log.)
+//
 //   - Container output goes to Root/logs/<ns>_<pod>_<container>.log
 //     (LogPath, ContainerLogPath), appended across restarts, with
 //     "localnode: ..." lines at each start, hook and exit.

@@ -36,6 +36,12 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 	// Group=cluster.nats-operator.io, Version=v1beta1
 	case v1beta1.SchemeGroupVersion.WithKind("AuthSpec"):
 		return &clusterv1beta1.AuthSpecApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("BackupRun"):
+		return &clusterv1beta1.BackupRunApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("BackupStream"):
+		return &clusterv1beta1.BackupStreamApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("BackupVolume"):
+		return &clusterv1beta1.BackupVolumeApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("CAKeySelector"):
 		return &clusterv1beta1.CAKeySelectorApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("CertificateSource"):
@@ -82,6 +88,12 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &clusterv1beta1.LocalObjectReferenceApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("MetricsSpec"):
 		return &clusterv1beta1.MetricsSpecApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("NatsBackup"):
+		return &clusterv1beta1.NatsBackupApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("NatsBackupSpec"):
+		return &clusterv1beta1.NatsBackupSpecApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("NatsBackupStatus"):
+		return &clusterv1beta1.NatsBackupStatusApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("NatsCluster"):
 		return &clusterv1beta1.NatsClusterApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("NatsClusterReference"):
@@ -90,6 +102,12 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &clusterv1beta1.NatsClusterSpecApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("NatsClusterStatus"):
 		return &clusterv1beta1.NatsClusterStatusApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("NatsRestore"):
+		return &clusterv1beta1.NatsRestoreApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("NatsRestoreSpec"):
+		return &clusterv1beta1.NatsRestoreSpecApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("NatsRestoreStatus"):
+		return &clusterv1beta1.NatsRestoreStatusApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("NetworkPolicySpec"):
 		return &clusterv1beta1.NetworkPolicySpecApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("PodSpecOverride"):

@@ -62,8 +62,12 @@ func init() {
 // Adds the list of known types to Scheme.
 func addKnownTypes(scheme *runtime.Scheme) error {
 	scheme.AddKnownTypes(SchemeGroupVersion,
+		&NatsBackup{},
+		&NatsBackupList{},
 		&NatsCluster{},
 		&NatsClusterList{},
+		&NatsRestore{},
+		&NatsRestoreList{},
 	)
 	// AddToGroupVersion allows the serialization of client types like ListOptions.
 	v1.AddToGroupVersion(scheme, SchemeGroupVersion)

@@ -54,8 +54,12 @@ func (f *genericInformer) Lister() cache.GenericLister {
 func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource) (GenericInformer, error) {
 	switch resource {
 	// Group=cluster.nats-operator.io, Version=v1beta1
+	case v1beta1.SchemeGroupVersion.WithResource("natsbackups"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Cluster().V1beta1().NatsBackups().Informer()}, nil
 	case v1beta1.SchemeGroupVersion.WithResource("natsclusters"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Cluster().V1beta1().NatsClusters().Informer()}, nil
+	case v1beta1.SchemeGroupVersion.WithResource("natsrestores"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Cluster().V1beta1().NatsRestores().Informer()}, nil
 
 		// Group=nats-operator.io, Version=v1beta1
 	case trustv1beta1.SchemeGroupVersion.WithResource("natsaccounttrusts"):

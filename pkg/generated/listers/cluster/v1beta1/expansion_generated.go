@@ -18,6 +18,14 @@ limitations under the License.
 
 package v1beta1
 
+// NatsBackupListerExpansion allows custom methods to be added to
+// NatsBackupLister.
+type NatsBackupListerExpansion interface{}
+
+// NatsBackupNamespaceListerExpansion allows custom methods to be added to
+// NatsBackupNamespaceLister.
+type NatsBackupNamespaceListerExpansion interface{}
+
 // NatsClusterListerExpansion allows custom methods to be added to
 // NatsClusterLister.
 type NatsClusterListerExpansion interface{}
@@ -25,3 +33,11 @@ type NatsClusterListerExpansion interface{}
 // NatsClusterNamespaceListerExpansion allows custom methods to be added to
 // NatsClusterNamespaceLister.
 type NatsClusterNamespaceListerExpansion interface{}
+
+// NatsRestoreListerExpansion allows custom methods to be added to
+// NatsRestoreLister.
+type NatsRestoreListerExpansion interface{}
+
+// NatsRestoreNamespaceListerExpansion allows custom methods to be added to
+// NatsRestoreNamespaceLister.
+type NatsRestoreNamespaceListerExpansion interface{}

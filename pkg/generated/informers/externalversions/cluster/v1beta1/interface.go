@@ -24,8 +24,12 @@ import (
 
 // Interface provides access to all the informers in this group version.
 type Interface interface {
+	// NatsBackups returns a NatsBackupInformer.
+	NatsBackups() TypedNatsBackupInformer
 	// NatsClusters returns a NatsClusterInformer.
 	NatsClusters() TypedNatsClusterInformer
+	// NatsRestores returns a NatsRestoreInformer.
+	NatsRestores() TypedNatsRestoreInformer
 }
 
 type version struct {
@@ -39,7 +43,17 @@ func New(f internalinterfaces.SharedInformerFactory, namespace string, tweakList
 	return &version{factory: f, namespace: namespace, tweakListOptions: tweakListOptions}
 }
 
+// NatsBackups returns a TypedNatsBackupInformer.
+func (v *version) NatsBackups() TypedNatsBackupInformer {
+	return &natsBackupInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
 // NatsClusters returns a TypedNatsClusterInformer.
 func (v *version) NatsClusters() TypedNatsClusterInformer {
 	return &natsClusterInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
+// NatsRestores returns a TypedNatsRestoreInformer.
+func (v *version) NatsRestores() TypedNatsRestoreInformer {
+	return &natsRestoreInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }

@@ -28,7 +28,9 @@ import (
 
 type ClusterV1beta1Interface interface {
 	RESTClient() rest.Interface
+	NatsBackupsGetter
 	NatsClustersGetter
+	NatsRestoresGetter
 }
 
 // ClusterV1beta1Client is used to interact with features provided by the cluster.nats-operator.io group.
@@ -36,8 +38,16 @@ type ClusterV1beta1Client struct {
 	restClient rest.Interface
 }
 
+func (c *ClusterV1beta1Client) NatsBackups(namespace string) NatsBackupInterface {
+	return newNatsBackups(c, namespace)
+}
+
 func (c *ClusterV1beta1Client) NatsClusters(namespace string) NatsClusterInterface {
 	return newNatsClusters(c, namespace)
+}
+
+func (c *ClusterV1beta1Client) NatsRestores(namespace string) NatsRestoreInterface {
+	return newNatsRestores(c, namespace)
 }
 
 // NewForConfig creates a new ClusterV1beta1Client for the given config.

@@ -18,4 +18,8 @@ limitations under the License.
 
 package v1beta1
 
+type NatsBackupExpansion interface{}
+
 type NatsClusterExpansion interface{}
+
+type NatsRestoreExpansion interface{}

@@ -28,8 +28,16 @@ type FakeClusterV1beta1 struct {
 	*testing.Fake
 }
 
+func (c *FakeClusterV1beta1) NatsBackups(namespace string) v1beta1.NatsBackupInterface {
+	return newFakeNatsBackups(c, namespace)
+}
+
 func (c *FakeClusterV1beta1) NatsClusters(namespace string) v1beta1.NatsClusterInterface {
 	return newFakeNatsClusters(c, namespace)
+}
+
+func (c *FakeClusterV1beta1) NatsRestores(namespace string) v1beta1.NatsRestoreInterface {
+	return newFakeNatsRestores(c, namespace)
 }
 
 // RESTClient returns a RESTClient that is used to communicate

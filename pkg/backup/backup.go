@@ -1,0 +1,394 @@
+package backup
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+// Files of a stream's backup directory, as natscli names them.
+const (
+	MetadataFile = "backup.json"
+	DataFile     = "stream.tar.s2"
+)
+
+// ErrStreamExists is a restore refused because the stream is there.
+var ErrStreamExists = errors.New("the stream exists")
+
+// Options are the settings of a snapshot or a restore.
+type Options struct {
+	// APIPrefix is the JetStream API prefix, "$JS.API" unless set (for a
+	// domain: "$JS.<domain>.API").
+	APIPrefix string
+	// ChunkSize is the size of each chunk the server sends, 128 KiB
+	// unless set.
+	ChunkSize int
+	// NoConsumers leaves the consumers out of a snapshot.
+	NoConsumers bool
+	// Timeout bounds each API request and each wait for a chunk; 30 s
+	// unless set.
+	Timeout time.Duration
+	// Progress, when set, is called after each chunk with the bytes
+	// moved so far.
+	Progress func(bytes int64)
+	// Overwrite lets a restore replace a stream of that name: it is
+	// deleted first. Without it a restore onto an existing stream is
+	// ErrStreamExists and nothing is written.
+	Overwrite bool
+}
+
+func (o Options) prefix() string {
+	if o.APIPrefix != "" {
+		return o.APIPrefix
+	}
+	return "$JS.API"
+}
+
+func (o Options) timeout() time.Duration {
+	if o.Timeout > 0 {
+		return o.Timeout
+	}
+	return 30 * time.Second
+}
+
+// Metadata is backup.json: the stream's configuration and state when the
+// snapshot was taken, as the server reported them. Config is kept as the
+// server wrote it, so a restore gives back every field, known here or not.
+type Metadata struct {
+	Config json.RawMessage `json:"config"`
+	State  StreamState     `json:"state"`
+}
+
+// StreamState is the part of a stream's state a catalogue shows.
+type StreamState struct {
+	Messages      uint64 `json:"messages"`
+	Bytes         uint64 `json:"bytes"`
+	FirstSeq      uint64 `json:"first_seq"`
+	LastSeq       uint64 `json:"last_seq"`
+	ConsumerCount int    `json:"consumer_count"`
+}
+
+// Result says what a snapshot or restore moved.
+type Result struct {
+	// Stream is the stream's name.
+	Stream string
+	// State is the stream's state: at the snapshot (backup.json) for a
+	// snapshot, as the server reports it once restored for a restore.
+	State StreamState
+	// DataBytes is the size of the snapshot data moved.
+	DataBytes int64
+}
+
+type apiError struct {
+	Code        int    `json:"code"`
+	ErrCode     int    `json:"err_code"`
+	Description string `json:"description"`
+}
+
+func (e *apiError) Error() string {
+	return fmt.Sprintf("%s (code %d, error %d)", e.Description, e.Code, e.ErrCode)
+}
+
+type apiResponse struct {
+	Error *apiError `json:"error,omitempty"`
+}
+
+// request sends a JetStream API request and decodes the response into
+// out, which embeds an error.
+func request(ctx context.Context, nc *nats.Conn, subject string, body any, out any) error {
+	var b []byte
+	if body != nil {
+		var err error
+		if b, err = json.Marshal(body); err != nil {
+			return err
+		}
+	}
+	msg, err := nc.RequestWithContext(ctx, subject, b)
+	if err != nil {
+		return fmt.Errorf("%s: %w", subject, err)
+	}
+	var resp apiResponse
+	if err := json.Unmarshal(msg.Data, &resp); err != nil {
+		return fmt.Errorf("%s: decoding the response: %w", subject, err)
+	}
+	if resp.Error != nil {
+		return fmt.Errorf("%s: %w", subject, resp.Error)
+	}
+	if out != nil {
+		return json.Unmarshal(msg.Data, out)
+	}
+	return nil
+}
+
+// Snapshot writes a snapshot of stream into dir (made if missing):
+// backup.json and stream.tar.s2. The chunks go to the file as they arrive,
+// each acknowledged to the server once written, so the server sends no
+// more than its window ahead. A snapshot that does not complete leaves no
+// backup.json, so a partial directory is never taken for a backup.
+func Snapshot(ctx context.Context, nc *nats.Conn, stream, dir string, o Options) (*Result, error) {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, err
+	}
+	_ = os.Remove(filepath.Join(dir, MetadataFile))
+	data, err := os.Create(filepath.Join(dir, DataFile))
+	if err != nil {
+		return nil, err
+	}
+	defer data.Close()
+
+	inbox := nc.NewRespInbox()
+	chunks := make(chan *nats.Msg, 64)
+	sub, err := nc.ChanSubscribe(inbox, chunks)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+
+	var resp struct {
+		apiResponse
+		Config json.RawMessage `json:"config"`
+		State  StreamState     `json:"state"`
+	}
+	rctx, cancel := context.WithTimeout(ctx, o.timeout())
+	err = request(rctx, nc, o.prefix()+".STREAM.SNAPSHOT."+stream, map[string]any{
+		"deliver_subject": inbox, "no_consumers": o.NoConsumers, "chunk_size": o.ChunkSize, "jsck": false,
+	}, &resp)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("snapshot of stream %s: %w", stream, err)
+	}
+
+	var total int64
+	timer := time.NewTimer(o.timeout())
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-timer.C:
+			return nil, fmt.Errorf("snapshot of stream %s: no chunk for %s after %d bytes", stream, o.timeout(), total)
+		case m := <-chunks:
+			timer.Reset(o.timeout())
+			if len(m.Data) == 0 {
+				// The end: a status header says how it went.
+				if status := m.Header.Get("Status"); status != "" && status != "204" {
+					return nil, fmt.Errorf("snapshot of stream %s ended with status %s %s after %d bytes", stream, status, m.Header.Get("Description"), total)
+				}
+				if err := data.Sync(); err != nil {
+					return nil, err
+				}
+				meta, err := json.MarshalIndent(Metadata{Config: resp.Config, State: resp.State}, "", "  ")
+				if err != nil {
+					return nil, err
+				}
+				if err := writeFileSynced(filepath.Join(dir, MetadataFile), meta); err != nil {
+					return nil, err
+				}
+				return &Result{Stream: stream, State: resp.State, DataBytes: total}, nil
+			}
+			if _, err := data.Write(m.Data); err != nil {
+				return nil, fmt.Errorf("snapshot of stream %s: writing %s: %w", stream, data.Name(), err)
+			}
+			total += int64(len(m.Data))
+			if m.Reply != "" {
+				if err := m.Respond(nil); err != nil {
+					return nil, err
+				}
+			}
+			if o.Progress != nil {
+				o.Progress(total)
+			}
+		}
+	}
+}
+
+// writeFileSynced writes a file and syncs it: a backup.json that exists
+// is whole.
+func writeFileSynced(path string, b []byte) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// ReadMetadata reads a backup directory's backup.json.
+func ReadMetadata(dir string) (*Metadata, error) {
+	b, err := os.ReadFile(filepath.Join(dir, MetadataFile))
+	if err != nil {
+		return nil, err
+	}
+	var m Metadata
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, MetadataFile), err)
+	}
+	return &m, nil
+}
+
+// StreamName is the name in a backup's configuration.
+func (m *Metadata) StreamName() (string, error) {
+	var c struct {
+		Name string `json:"name"`
+	}
+	if err := json.Unmarshal(m.Config, &c); err != nil {
+		return "", err
+	}
+	if c.Name == "" {
+		return "", errors.New("the backup's configuration names no stream")
+	}
+	return c.Name, nil
+}
+
+// Restore restores the backup in dir into the account of nc's user, under
+// the stream's own name. A stream of that name is ErrStreamExists unless
+// o.Overwrite, which deletes it first. Each chunk waits for the server's
+// acknowledgement before the next is sent; the server's answer to the
+// last says how it went.
+func Restore(ctx context.Context, nc *nats.Conn, dir string, o Options) (*Result, error) {
+	meta, err := ReadMetadata(dir)
+	if err != nil {
+		return nil, err
+	}
+	stream, err := meta.StreamName()
+	if err != nil {
+		return nil, err
+	}
+	exists, err := streamExists(ctx, nc, stream, o)
+	if err != nil {
+		return nil, err
+	}
+	if exists {
+		if !o.Overwrite {
+			return nil, fmt.Errorf("restoring stream %s: %w", stream, ErrStreamExists)
+		}
+		rctx, cancel := context.WithTimeout(ctx, o.timeout())
+		err := request(rctx, nc, o.prefix()+".STREAM.DELETE."+stream, nil, nil)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("deleting stream %s to restore over it: %w", stream, err)
+		}
+	}
+	data, err := os.Open(filepath.Join(dir, DataFile))
+	if err != nil {
+		return nil, err
+	}
+	defer data.Close()
+
+	var resp struct {
+		apiResponse
+		DeliverSubject string `json:"deliver_subject"`
+	}
+	rctx, cancel := context.WithTimeout(ctx, o.timeout())
+	err = request(rctx, nc, o.prefix()+".STREAM.RESTORE."+stream, meta, &resp)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("restoring stream %s: %w", stream, err)
+	}
+	size := o.ChunkSize
+	if size <= 0 {
+		size = 128 * 1024
+	}
+	buf := make([]byte, size)
+	var total int64
+	for {
+		n, rerr := io.ReadFull(data, buf)
+		if n > 0 {
+			rctx, cancel := context.WithTimeout(ctx, o.timeout())
+			ack, err := nc.RequestWithContext(rctx, resp.DeliverSubject, buf[:n])
+			cancel()
+			if err != nil {
+				return nil, fmt.Errorf("restoring stream %s: sending %d bytes at %d: %w", stream, n, total, err)
+			}
+			if len(ack.Data) > 0 {
+				var r apiResponse
+				if json.Unmarshal(ack.Data, &r) == nil && r.Error != nil {
+					return nil, fmt.Errorf("restoring stream %s at %d bytes: %w", stream, total, r.Error)
+				}
+			}
+			total += int64(n)
+			if o.Progress != nil {
+				o.Progress(total)
+			}
+		}
+		if rerr == io.EOF || rerr == io.ErrUnexpectedEOF {
+			break
+		}
+		if rerr != nil {
+			return nil, rerr
+		}
+	}
+	var done struct {
+		apiResponse
+		State StreamState `json:"state"`
+	}
+	// The server answers the end once the stream is restored, which for
+	// a large stream takes a while.
+	rctx, cancel = context.WithTimeout(ctx, 10*o.timeout())
+	msg, err := nc.RequestWithContext(rctx, resp.DeliverSubject, nil)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("restoring stream %s: finishing after %d bytes: %w", stream, total, err)
+	}
+	if err := json.Unmarshal(msg.Data, &done); err != nil {
+		return nil, fmt.Errorf("restoring stream %s: decoding the answer %q: %w", stream, msg.Data, err)
+	}
+	if done.Error != nil {
+		return nil, fmt.Errorf("restoring stream %s: %w", stream, done.Error)
+	}
+	return &Result{Stream: stream, State: done.State, DataBytes: total}, nil
+}
+
+// streamExists asks the server for the stream's info.
+func streamExists(ctx context.Context, nc *nats.Conn, stream string, o Options) (bool, error) {
+	rctx, cancel := context.WithTimeout(ctx, o.timeout())
+	defer cancel()
+	err := request(rctx, nc, o.prefix()+".STREAM.INFO."+stream, nil, nil)
+	var ae *apiError
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.As(err, &ae) && ae.ErrCode == 10059: // stream not found
+		return false, nil
+	default:
+		return false, err
+	}
+}
+
+// StreamNames lists the streams of nc's account.
+func StreamNames(ctx context.Context, nc *nats.Conn, o Options) ([]string, error) {
+	var names []string
+	for offset := 0; ; {
+		var resp struct {
+			apiResponse
+			Total   int      `json:"total"`
+			Limit   int      `json:"limit"`
+			Streams []string `json:"streams"`
+		}
+		rctx, cancel := context.WithTimeout(ctx, o.timeout())
+		err := request(rctx, nc, o.prefix()+".STREAM.NAMES", map[string]any{"offset": offset}, &resp)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		names = append(names, resp.Streams...)
+		offset += len(resp.Streams)
+		if len(resp.Streams) == 0 || offset >= resp.Total {
+			return names, nil
+		}
+	}
+}
