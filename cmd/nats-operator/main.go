@@ -145,8 +145,8 @@ func run(ctx context.Context, o options) error {
 		PauseBeforeStep: o.pauseBeforeStep, LeaseNamespace: leaseNamespace(o),
 	})
 
-	bctrl := backups.New(ctx, backups.Options{KubeClient: kubeClient, NatsClient: natsClient, Informers: inf.Backups,
-		Clusters: inf.Clusters, Pods: inf.Pods, Image: o.jobImage})
+	bctrl := backups.New(ctx, backups.Options{KubeClient: kubeClient, NatsClient: natsClient, Informers: inf.Informers,
+		Jobs: inf.Backups, Image: o.jobImage})
 	runBoth := func(ctx context.Context) error {
 		go func() {
 			if err := bctrl.Run(ctx, o.backupWorkers); err != nil {

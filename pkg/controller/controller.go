@@ -59,6 +59,11 @@ type Informers struct {
 	// NetworkPolicies, like the other objects the controller owns, need
 	// only its managed-by label.
 	NetworkPolicies networkinginformers.NetworkPolicyInformer
+	// Backups and Restores are every NatsBackup and NatsRestore: the
+	// NatsCluster controller reads those of a JetStream migration (its
+	// own), the backups controller all of them.
+	Backups  clusterinformers.NatsBackupInformer
+	Restores clusterinformers.NatsRestoreInformer
 }
 
 // clusterObserver is what the controller needs of an *observe.Observer; unit
@@ -198,6 +203,7 @@ func New(ctx context.Context, o Options) *Controller {
 			inf.ConfigMaps.Informer().HasSynced, inf.Services.Informer().HasSynced,
 			inf.Pods.Informer().HasSynced, inf.PDBs.Informer().HasSynced,
 			inf.Secrets.Informer().HasSynced, inf.NetworkPolicies.Informer().HasSynced,
+			inf.Backups.Informer().HasSynced, inf.Restores.Informer().HasSynced,
 		},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
@@ -222,6 +228,8 @@ func New(ctx context.Context, o Options) *Controller {
 	for _, informer := range []cache.SharedIndexInformer{
 		inf.StatefulSets.Informer(), inf.ConfigMaps.Informer(), inf.Services.Informer(),
 		inf.PDBs.Informer(), inf.NetworkPolicies.Informer(),
+		// The NatsBackup and NatsRestore of a JetStream migration.
+		inf.Backups.Informer(), inf.Restores.Informer(),
 	} {
 		handle(informer, c.enqueueOwner)
 	}

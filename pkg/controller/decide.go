@@ -168,6 +168,7 @@ func planInput(f *facts, out *render.Output, snap *observe.Snapshot, blocked *ro
 	}
 	in.TargetRevision = out.Revision
 	in.Target = rollout.ConfigFacts(out.Servers[0].Facts)
+	in.Migration = migrationInput(f, out.Revision)
 	if nc.Status.Config != nil {
 		in.ConvergedRevision = nc.Status.Config.Revision
 	}

@@ -22,6 +22,13 @@ func (f *facts) clone() *facts {
 		c.trust = &t
 	}
 	c.systemCreds = slices.Clone(f.systemCreds)
+	c.migrationBackups, c.migrationRestores = nil, nil
+	for _, b := range f.migrationBackups {
+		c.migrationBackups = append(c.migrationBackups, b.DeepCopy())
+	}
+	for _, r := range f.migrationRestores {
+		c.migrationRestores = append(c.migrationRestores, r.DeepCopy())
+	}
 	c.systemCredsMinted = f.systemCredsMinted
 	cloneServers := func(in []serverObjects) []serverObjects {
 		if in == nil {

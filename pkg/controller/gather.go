@@ -118,6 +118,11 @@ type facts struct {
 	// leaf remotes' credentials): they are written before anything that
 	// renders them.
 	tlsSecrets []*corev1.Secret
+	// migrationBackups and migrationRestores are the NatsBackups and
+	// NatsRestores of the cluster's JetStream migrations
+	// (gatherMigration), copies.
+	migrationBackups  []*clusterv1beta1.NatsBackup
+	migrationRestores []*clusterv1beta1.NatsRestore
 	// certificate is the client Certificate of spec.tls.certificate as the
 	// API server holds it; nil when absent. certificateWrite is what to
 	// create or update, said once it was read (absent or not); nil when it
@@ -175,6 +180,9 @@ func (g *gatherer) gather(ctx context.Context, nc *clusterv1beta1.NatsCluster, n
 	}
 	if err == nil {
 		err = g.gatherLeafCredentials(ctx, f)
+	}
+	if err == nil {
+		err = g.gatherMigration(f)
 	}
 	var refErr *referenceError
 	var nce *notControlledError

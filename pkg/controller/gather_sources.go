@@ -40,6 +40,10 @@ type Sources struct {
 	Pods            corelisters.PodLister
 	PDBs            policylisters.PodDisruptionBudgetLister
 	NetworkPolicies networkinglisters.NetworkPolicyLister
+	// Backups and Restores hold the NatsBackups and NatsRestores of a
+	// JetStream migration (gatherMigration).
+	Backups  clusterlisters.NatsBackupLister
+	Restores clusterlisters.NatsRestoreLister
 	// API reads by name what the caches hold no values of (Secrets) or do
 	// not watch.
 	API APIReader
@@ -87,6 +91,8 @@ func SourcesFor(inf Informers, kube kubernetes.Interface, dyn dynamic.Interface)
 		Pods:            inf.Pods.Lister(),
 		PDBs:            inf.PDBs.Lister(),
 		NetworkPolicies: inf.NetworkPolicies.Lister(),
+		Backups:         inf.Backups.Lister(),
+		Restores:        inf.Restores.Lister(),
 		API:             &apiReader{kube: kube, dynamic: dyn, secrets: newSecretReader(kube, inf.Secrets.Lister())},
 	}
 }

@@ -38,6 +38,7 @@ func StaticSources(objs ...runtime.Object) (Sources, error) {
 		clusters, operatorTrusts, accountTrusts = newIndexer(), newIndexer(), newIndexer()
 		statefulSets, configMaps, services      = newIndexer(), newIndexer(), newIndexer()
 		pods, pdbs, networkPolicies             = newIndexer(), newIndexer(), newIndexer()
+		backups, restores                       = newIndexer(), newIndexer()
 	)
 	api := &staticAPI{secrets: map[string]*corev1.Secret{}, claims: map[string]*corev1.PersistentVolumeClaim{}, classes: map[string]*storagev1.StorageClass{}}
 	for _, o := range objs {
@@ -61,6 +62,10 @@ func StaticSources(objs ...runtime.Object) (Sources, error) {
 			idx = pdbs
 		case *networkingv1.NetworkPolicy:
 			idx = networkPolicies
+		case *clusterv1beta1.NatsBackup:
+			idx = backups
+		case *clusterv1beta1.NatsRestore:
+			idx = restores
 		case *corev1.Secret:
 			api.secrets[o.Namespace+"/"+o.Name] = o
 			continue
@@ -87,6 +92,8 @@ func StaticSources(objs ...runtime.Object) (Sources, error) {
 		Pods:            corelisters.NewPodLister(pods),
 		PDBs:            policylisters.NewPodDisruptionBudgetLister(pdbs),
 		NetworkPolicies: networkinglisters.NewNetworkPolicyLister(networkPolicies),
+		Backups:         clusterlisters.NewNatsBackupLister(backups),
+		Restores:        clusterlisters.NewNatsRestoreLister(restores),
 		API:             api,
 	}, nil
 }

@@ -27,7 +27,6 @@ import (
 	trustv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/trust/v1beta1"
 	versioned "github.com/nats-operator/nats-operator/pkg/generated/clientset/versioned"
 	natsinformers "github.com/nats-operator/nats-operator/pkg/generated/informers/externalversions"
-	backupinformers "github.com/nats-operator/nats-operator/pkg/generated/informers/externalversions/cluster/v1beta1"
 )
 
 // ParseNamespaces reads a --namespace value: empty is every namespace
@@ -63,11 +62,9 @@ type InformerSet struct {
 }
 
 // BackupInformers are what the NatsBackup and NatsRestore controller
-// reads: those kinds, and the Jobs and CronJobs it makes (labelled
+// reads besides Informers: the Jobs and CronJobs it makes (labelled
 // managed-by, as every object the controller makes).
 type BackupInformers struct {
-	Backups  backupinformers.NatsBackupInformer
-	Restores backupinformers.NatsRestoreInformer
 	Jobs     batchinformers.JobInformer
 	CronJobs batchinformers.CronJobInformer
 }
@@ -181,9 +178,9 @@ func NewInformerSet(kubeClient kubernetes.Interface, natsClient versioned.Interf
 		PDBs:            kubeFactory.Policy().V1().PodDisruptionBudgets(),
 		Secrets:         secrets,
 		NetworkPolicies: kubeFactory.Networking().V1().NetworkPolicies(),
+		Backups:         natsFactory.Cluster().V1beta1().NatsBackups(),
+		Restores:        natsFactory.Cluster().V1beta1().NatsRestores(),
 	}, Backups: BackupInformers{
-		Backups:  natsFactory.Cluster().V1beta1().NatsBackups(),
-		Restores: natsFactory.Cluster().V1beta1().NatsRestores(),
 		Jobs:     kubeFactory.Batch().V1().Jobs(),
 		CronJobs: kubeFactory.Batch().V1().CronJobs(),
 	}}

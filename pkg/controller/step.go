@@ -40,6 +40,10 @@ func (c *Controller) executeStep(ctx context.Context, p *plan, step *rollout.Ste
 		if err := c.expandClaim(ctx, p, step); err != nil {
 			return err
 		}
+	case rollout.StartMigration:
+		if err := c.startMigration(ctx, p, step); err != nil {
+			return err
+		}
 	default:
 		return fmt.Errorf("the planner asked for a %s step, which this controller does not execute", step.Kind)
 	}

@@ -403,6 +403,8 @@ func testInformers(ki kubeinformers.SharedInformerFactory, ni natsinformers.Shar
 		PDBs:            ki.Policy().V1().PodDisruptionBudgets(),
 		Secrets:         metadatainformer.NewSharedInformerFactory(metadatafake.NewSimpleMetadataClient(metadatafake.NewTestScheme()), 0).ForResource(SecretsResource),
 		NetworkPolicies: ki.Networking().V1().NetworkPolicies(),
+		Backups:         ni.Cluster().V1beta1().NatsBackups(),
+		Restores:        ni.Cluster().V1beta1().NatsRestores(),
 	}
 }
 

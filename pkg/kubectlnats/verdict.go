@@ -30,6 +30,7 @@ const (
 	ActionScaleDown  Action = "ScaleDown"
 	ActionReplace    Action = "Replace"
 	ActionExpand     Action = "ExpandStorage"
+	ActionMigrate    Action = "MigrateJetStream"
 	ActionWait       Action = "Wait"
 	ActionHeld       Action = "Held"
 	ActionInvalid    Action = "Invalid"
@@ -144,6 +145,15 @@ func stepVerdict(s *rollout.Step) (Action, []string, string) {
 			server = s.Expand.Server
 		}
 		return ActionExpand, []string{server}, "expands the storage of " + server
+	case rollout.StartMigration:
+		if s.Migration == nil {
+			return ActionMigrate, nil, "migrates JetStream through the auth change"
+		}
+		if s.Migration.Phase == rollout.MigrationBackup {
+			return ActionMigrate, nil, "migrates JetStream through the auth change: backs up " + strings.Join(s.Migration.Streams, ", ") +
+				", then restarts every server together and restores them into the migration's account"
+		}
+		return ActionMigrate, nil, "migrates JetStream: restores " + strings.Join(s.Migration.Streams, ", ") + " into the migration's account"
 	}
 	return Action(s.Kind), s.Servers, string(s.Kind)
 }

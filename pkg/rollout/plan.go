@@ -83,6 +83,7 @@ package rollout
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -259,6 +260,9 @@ func (p *planner) noStepNeeded() Decision {
 		return p.upToDate()
 	}
 	gate := evaluateGate(in, p.servers)
+	if d, ok := p.migrationRestore(gate); ok {
+		return d
+	}
 	if gate.open() && p.everyServerOnTarget() {
 		return p.upToDate()
 	}
@@ -308,8 +312,13 @@ func (p *planner) everyServerOnTarget() bool {
 
 func (p *planner) upToDate() Decision {
 	by, why := p.applied()
+	msg := upToDateMessage(p.in, len(p.servers))
+	if m := p.in.Migration; m != nil && m.Restore.Phase == clusterv1beta1.BackupSucceeded {
+		msg += fmt.Sprintf("; JetStream migrated: %d streams (%s) restored into %s by NatsRestore %s",
+			len(m.Restore.Streams), strings.Join(m.Restore.Streams, ", "), m.Account, m.Restore.Name)
+	}
 	return p.decision(Decision{
-		Progressing:   condition(metav1.ConditionFalse, clusterv1beta1.ReasonUpToDate, upToDateMessage(p.in, len(p.servers))),
+		Progressing:   condition(metav1.ConditionFalse, clusterv1beta1.ReasonUpToDate, msg),
 		AppliedBy:     by,
 		RestartReason: why,
 	})
@@ -334,6 +343,9 @@ func (p *planner) heldTransition() (Decision, bool) {
 		return d, true
 	}
 	value, restartAll := p.annotation(clusterv1beta1.AnnotationRestartAll)
+	if restartAll && leavesStreams && value == clusterv1beta1.RestartAllMigrateJetStream && streamsKnown {
+		return p.migrate(reset, streams), true
+	}
 	if restartAll && (!leavesStreams || value == clusterv1beta1.RestartAllResetJetStream) {
 		return p.restartAllStep(reset, streams), true
 	}
@@ -687,7 +699,7 @@ func finish(d Decision) Decision {
 func Notifies(reason string) bool {
 	switch reason {
 	case clusterv1beta1.ReasonRollingRestart, clusterv1beta1.ReasonReloading, clusterv1beta1.ReasonScalingUp, clusterv1beta1.ReasonScalingDown,
-		clusterv1beta1.ReasonReplacingServer, clusterv1beta1.ReasonExpandingStorage,
+		clusterv1beta1.ReasonReplacingServer, clusterv1beta1.ReasonExpandingStorage, clusterv1beta1.ReasonMigratingJetStream,
 		clusterv1beta1.ReasonUpToDate, clusterv1beta1.ReasonCreating, "":
 		return false
 	}

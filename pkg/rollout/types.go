@@ -92,6 +92,11 @@ type Input struct {
 	CanReload bool
 	NoReload  string
 
+	// Migration is the JetStream migration toward TargetRevision
+	// (restart-all=migrate-jetstream, migration.go): nil without
+	// spec.jetstream.migration.
+	Migration *Migration
+
 	// ReloadTimeout is how long a reloaded server may take to report its new
 	// revision (the kubelet updates a mounted ConfigMap within about a
 	// minute) before the reload becomes a restart of that server.
@@ -331,6 +336,11 @@ const (
 	// peer, delete its objects. A replaced server is then created again
 	// (Decision.Create). Payload: Remove.
 	RemoveServer StepKind = "RemoveServer"
+	// StartMigration starts a phase of a JetStream migration
+	// (migration.go): the backup of every stream before the servers
+	// restart together, or their restore once the servers run the target.
+	// Payload: Migration.
+	StartMigration StepKind = "StartMigration"
 	// ExpandClaim raises one server's PersistentVolumeClaim storage request
 	// to the claim template's, for its storage class to grow the volume in
 	// place; no pod restarts. Payload: Expand.
@@ -340,7 +350,7 @@ const (
 // StepKinds are every kind of step the planner takes. A new kind is added
 // here, and the tests of pkg/controller (an executor) and pkg/kubectlnats
 // (a plan verdict) then fail until it has both.
-var StepKinds = []StepKind{RestartOne, RestartAll, Reload, RemoveServer, ExpandClaim}
+var StepKinds = []StepKind{RestartOne, RestartAll, Reload, RemoveServer, ExpandClaim, StartMigration}
 
 // ReloadStep is the payload of a Reload step.
 type ReloadStep struct {
@@ -382,6 +392,8 @@ type Step struct {
 	Reload *ReloadStep
 	Remove *RemoveServerStep
 	Expand *ExpandClaimStep
+	// Migration is the payload of StartMigration.
+	Migration *MigrationStep
 
 	// The restart payload (RestartOne, RestartAll):
 

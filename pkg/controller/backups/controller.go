@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
-	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -25,7 +24,6 @@ import (
 	"github.com/nats-operator/nats-operator/pkg/controller"
 	versioned "github.com/nats-operator/nats-operator/pkg/generated/clientset/versioned"
 	natsscheme "github.com/nats-operator/nats-operator/pkg/generated/clientset/versioned/scheme"
-	clusterinformers "github.com/nats-operator/nats-operator/pkg/generated/informers/externalversions/cluster/v1beta1"
 	clusterlisters "github.com/nats-operator/nats-operator/pkg/generated/listers/cluster/v1beta1"
 )
 
@@ -73,11 +71,11 @@ type Controller struct {
 type Options struct {
 	KubeClient kubernetes.Interface
 	NatsClient versioned.Interface
-	Informers  controller.BackupInformers
-	Clusters   clusterinformers.NatsClusterInformer
-	// Pods are the controller's pod informer (managed-by label): the
-	// Jobs' pods carry it.
-	Pods coreinformers.PodInformer
+	// Informers are the NatsCluster controller's (NatsClusters,
+	// NatsBackups, NatsRestores, and the pods, labelled managed-by as the
+	// Jobs' pods are); Jobs those of the Jobs and CronJobs.
+	Informers controller.Informers
+	Jobs      controller.BackupInformers
 	// Image is the image the Jobs run; DefaultImage when empty.
 	Image string
 }
@@ -89,8 +87,8 @@ func New(ctx context.Context, o Options) *Controller {
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: o.KubeClient.CoreV1().Events("")})
 	c := &Controller{
 		kube: o.KubeClient, nats: o.NatsClient,
-		backups: o.Informers.Backups.Lister(), restores: o.Informers.Restores.Lister(), clusters: o.Clusters.Lister(),
-		jobs: o.Informers.Jobs.Lister(), cronJobs: o.Informers.CronJobs.Lister(), pods: o.Pods.Lister(),
+		backups: o.Informers.Backups.Lister(), restores: o.Informers.Restores.Lister(), clusters: o.Informers.Clusters.Lister(),
+		jobs: o.Jobs.Jobs.Lister(), cronJobs: o.Jobs.CronJobs.Lister(), pods: o.Informers.Pods.Lister(),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[key](),
 			workqueue.TypedRateLimitingQueueConfig[key]{Name: QueueName}),
 		recorder: broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "nats-operator"}),
@@ -169,10 +167,10 @@ func New(ctx context.Context, o Options) *Controller {
 	}{
 		{o.Informers.Backups.Informer(), backupChanged},
 		{o.Informers.Restores.Informer(), add(kindRestore)},
-		{o.Informers.Jobs.Informer(), byLabel},
-		{o.Informers.CronJobs.Informer(), byLabel},
-		{o.Pods.Informer(), byLabel},
-		{o.Clusters.Informer(), byCluster},
+		{o.Jobs.Jobs.Informer(), byLabel},
+		{o.Jobs.CronJobs.Informer(), byLabel},
+		{o.Informers.Pods.Informer(), byLabel},
+		{o.Informers.Clusters.Informer(), byCluster},
 	} {
 		_, err := h.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc: h.fn, UpdateFunc: func(_, n any) { h.fn(n) }, DeleteFunc: h.fn,

@@ -55,7 +55,8 @@ func (c *Controller) outcome(j *batchv1.Job) jobOutcome {
 			}
 		}
 	}
-	if o.phase == clusterv1beta1.BackupPending && j.Status.Active > 0 {
+	if o.phase == clusterv1beta1.BackupPending && (j.Status.Active > 0 || j.Status.StartTime != nil) {
+		// Started: running, or ended with the Job's condition to come.
 		o.phase = clusterv1beta1.BackupRunning
 	}
 	pod := c.jobPod(j)

@@ -72,6 +72,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &clusterv1beta1.IssuerRefApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("JetStreamLimits"):
 		return &clusterv1beta1.JetStreamLimitsApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("JetStreamMigration"):
+		return &clusterv1beta1.JetStreamMigrationApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("JetStreamSpec"):
 		return &clusterv1beta1.JetStreamSpecApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("JetStreamStatus"):

@@ -221,6 +221,29 @@ const (
 	// RestartAllResetJetStream is the value of AnnotationRestartAll that
 	// accepts leaving existing streams behind.
 	RestartAllResetJetStream = "reset-jetstream"
+	// RestartAllMigrateJetStream is the value of AnnotationRestartAll that
+	// keeps the streams through a change that moves the system account
+	// (adding auth): every stream is backed up (a NatsBackup), every server
+	// restarted together, and the streams restored (a NatsRestore) into
+	// the account of spec.jetstream.migration.credentials.
+	RestartAllMigrateJetStream = "migrate-jetstream"
+
+	// LabelMigrationOf names the NatsCluster whose JetStream migration a
+	// NatsBackup or NatsRestore is; LabelMigrationRevision the target
+	// revision it is for.
+	LabelMigrationOf       = "cluster.nats-operator.io/migration-of"
+	LabelMigrationRevision = "cluster.nats-operator.io/migration-revision"
+)
+
+// Reasons of a JetStream migration (restart-all=migrate-jetstream).
+const (
+	// ReasonMigratingJetStream: Progressing True while the streams are
+	// backed up, the servers restarted together, and the streams restored.
+	ReasonMigratingJetStream = "MigratingJetStream"
+	// ReasonMigrationBlocked: Progressing False, the migration cannot go
+	// on (no spec.jetstream.migration, the backup or the restore failed, a
+	// stream made after the backup); the message names the way out.
+	ReasonMigrationBlocked = "MigrationBlocked"
 )
 
 // FinalizerStreams is the finalizer the controller puts on every

@@ -228,6 +228,15 @@ type JetStreamSpec struct {
 	// it the store is an emptyDir and its data is lost when a pod restarts.
 	// +optional
 	VolumeClaimTemplate *VolumeClaimTemplate `json:"volumeClaimTemplate,omitempty"`
+
+	// migration is how the streams are kept through a change that moves
+	// the system account (adding auth), when the NatsCluster is annotated
+	// cluster.nats-operator.io/restart-all=migrate-jetstream: every stream
+	// of the global account is backed up into volume, every server
+	// restarted together with auth, and the streams restored, with their
+	// consumers, into the account of credentials.
+	// +optional
+	Migration *JetStreamMigration `json:"migration,omitempty"`
 }
 
 // JetStreamLimits are JetStream's storage limits per server.
@@ -734,4 +743,18 @@ type NatsClusterList struct {
 
 	// items are the NatsClusters.
 	Items []NatsCluster `json:"items"`
+}
+
+// JetStreamMigration is where a migration's backup goes and which account
+// the streams are restored into.
+type JetStreamMigration struct {
+	// volume is the PersistentVolumeClaim the backup is written to (under
+	// subPath, default <name>-migration).
+	// +required
+	Volume BackupVolume `json:"volume"`
+
+	// credentials are the creds file of a user of the account the streams
+	// are restored into, from a Secret of this namespace.
+	// +required
+	Credentials SecretKeySelector `json:"credentials"`
 }

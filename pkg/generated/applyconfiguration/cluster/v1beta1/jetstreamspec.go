@@ -32,6 +32,13 @@ type JetStreamSpecApplyConfiguration struct {
 	// volumeClaimTemplate is the claim each server's store lives on. Without
 	// it the store is an emptyDir and its data is lost when a pod restarts.
 	VolumeClaimTemplate *VolumeClaimTemplateApplyConfiguration `json:"volumeClaimTemplate,omitempty"`
+	// migration is how the streams are kept through a change that moves
+	// the system account (adding auth), when the NatsCluster is annotated
+	// cluster.nats-operator.io/restart-all=migrate-jetstream: every stream
+	// of the global account is backed up into volume, every server
+	// restarted together with auth, and the streams restored, with their
+	// consumers, into the account of credentials.
+	Migration *JetStreamMigrationApplyConfiguration `json:"migration,omitempty"`
 }
 
 // JetStreamSpecApplyConfiguration constructs a declarative configuration of the JetStreamSpec type for use with
@@ -61,5 +68,13 @@ func (b *JetStreamSpecApplyConfiguration) WithLimits(value *JetStreamLimitsApply
 // If called multiple times, the VolumeClaimTemplate field is set to the value of the last call.
 func (b *JetStreamSpecApplyConfiguration) WithVolumeClaimTemplate(value *VolumeClaimTemplateApplyConfiguration) *JetStreamSpecApplyConfiguration {
 	b.VolumeClaimTemplate = value
+	return b
+}
+
+// WithMigration sets the Migration field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Migration field is set to the value of the last call.
+func (b *JetStreamSpecApplyConfiguration) WithMigration(value *JetStreamMigrationApplyConfiguration) *JetStreamSpecApplyConfiguration {
+	b.Migration = value
 	return b
 }
