@@ -260,7 +260,9 @@ func observation(snap *observe.Snapshot) rollout.Observation {
 	}
 	for _, acc := range snap.Streams {
 		for _, s := range acc.Streams {
-			obs.Streams = append(obs.Streams, rollout.StreamRef{Account: acc.Account, Name: s.Name})
+			ref := rollout.StreamRef{Account: acc.Account, Name: s.Name}
+			obs.Streams = append(obs.Streams, ref)
+			obs.LastSeqs = append(obs.LastSeqs, rollout.StreamSeq{Stream: ref, LastSeq: s.LastSeq})
 		}
 	}
 	obs.Assets = assets(snap)

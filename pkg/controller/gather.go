@@ -123,6 +123,9 @@ type facts struct {
 	// (gatherMigration), copies.
 	migrationBackups  []*clusterv1beta1.NatsBackup
 	migrationRestores []*clusterv1beta1.NatsRestore
+	// migrationAccount is the account of spec.jetstream.migration's
+	// credentials, or migrationAccountProblem says why it is unknown.
+	migrationAccount, migrationAccountProblem string
 	// certificate is the client Certificate of spec.tls.certificate as the
 	// API server holds it; nil when absent. certificateWrite is what to
 	// create or update, said once it was read (absent or not); nil when it
@@ -182,7 +185,7 @@ func (g *gatherer) gather(ctx context.Context, nc *clusterv1beta1.NatsCluster, n
 		err = g.gatherLeafCredentials(ctx, f)
 	}
 	if err == nil {
-		err = g.gatherMigration(f)
+		err = g.gatherMigration(ctx, f)
 	}
 	var refErr *referenceError
 	var nce *notControlledError

@@ -2,14 +2,17 @@ package controller
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
+	"github.com/nats-operator/nats-operator/pkg/render"
 	"github.com/nats-operator/nats-operator/pkg/rollout"
 )
 
@@ -17,10 +20,27 @@ import (
 // JetStream migrations (labelled migration-of=<name>, controlled by the
 // cluster), with spec.jetstream.migration only: decide picks those of the
 // target revision (migrationInput).
-func (g *gatherer) gatherMigration(f *facts) error {
+func (g *gatherer) gatherMigration(ctx context.Context, f *facts) error {
 	nc := f.nc
 	if nc.Spec.JetStream == nil || nc.Spec.JetStream.Migration == nil {
 		return nil
+	}
+	// The account of the migration's credentials: where the streams go
+	// when auth is added, where they come from when it is removed. A
+	// Secret that is missing or holds no creds file is the planner's to
+	// report, only when a migration needs it.
+	creds := nc.Spec.JetStream.Migration.Credentials
+	sec, err := g.src.API.Secret(ctx, nc.Namespace, creds.Name)
+	switch {
+	case apierrors.IsNotFound(err):
+		f.migrationAccountProblem = fmt.Sprintf("Secret %s/%s of spec.jetstream.migration.credentials does not exist", nc.Namespace, creds.Name)
+	case err != nil:
+		return err
+	default:
+		key := cmp.Or(creds.Key, "user.creds")
+		if f.migrationAccount, err = render.CredsAccount(sec.Data[key]); err != nil {
+			f.migrationAccountProblem = fmt.Sprintf("key %s of Secret %s/%s (spec.jetstream.migration.credentials): %v", key, nc.Namespace, creds.Name, err)
+		}
 	}
 	sel := labels.SelectorFromSet(labels.Set{clusterv1beta1.LabelMigrationOf: nc.Name})
 	backups, err := g.src.Backups.NatsBackups(nc.Namespace).List(sel)
@@ -64,19 +84,21 @@ func migrationInput(f *facts, revision string) *rollout.Migration {
 		return nil
 	}
 	mig := nc.Spec.JetStream.Migration
-	m := &rollout.Migration{Claim: mig.Volume.ClaimName, Account: fmt.Sprintf("the account of the user in Secret %s", mig.Credentials.Name)}
+	m := &rollout.Migration{Claim: mig.Volume.ClaimName, Account: fmt.Sprintf("the account of the user in Secret %s", mig.Credentials.Name),
+		CredentialsAccount: f.migrationAccount, CredentialsProblem: f.migrationAccountProblem}
 	for _, b := range f.migrationBackups {
 		if b.Labels[clusterv1beta1.LabelMigrationRevision] != revision {
 			continue
 		}
 		m.Backup = rollout.MigrationObject{Name: b.Name, Phase: b.Status.Phase}
 		if c := meta.FindStatusCondition(b.Status.Conditions, clusterv1beta1.ConditionComplete); c != nil {
-			m.Backup.Message = c.Message
+			m.Backup.Reason, m.Backup.Message = c.Reason, c.Message
 		}
 		if r := b.Status.LastRun; r != nil && r.Phase == clusterv1beta1.BackupSucceeded {
 			m.Backup.Phase = clusterv1beta1.BackupSucceeded
 			for _, s := range r.Streams {
 				m.Backup.Streams = append(m.Backup.Streams, s.Name)
+				m.Backup.LastSeqs = append(m.Backup.LastSeqs, s.LastSeq)
 			}
 		} else if m.Backup.Phase == clusterv1beta1.BackupSucceeded {
 			// No run recorded yet under a Succeeded phase: not done.
@@ -92,7 +114,7 @@ func migrationInput(f *facts, revision string) *rollout.Migration {
 		}
 		m.Restore = rollout.MigrationObject{Name: r.Name, Phase: cmp.Or(r.Status.Phase, clusterv1beta1.BackupPending)}
 		if c := meta.FindStatusCondition(r.Status.Conditions, clusterv1beta1.ConditionComplete); c != nil {
-			m.Restore.Message = c.Message
+			m.Restore.Reason, m.Restore.Message = c.Reason, c.Message
 		}
 		for _, s := range r.Status.Streams {
 			m.Restore.Streams = append(m.Restore.Streams, s.Name)

@@ -44,21 +44,32 @@ func (c *Controller) startMigration(ctx context.Context, p *plan, step *rollout.
 		if vol.SubPath == "" {
 			vol.SubPath = nc.Name + "-migration"
 		}
-		_, err = c.natsClient.ClusterV1beta1().NatsBackups(nc.Namespace).Create(ctx, &clusterv1beta1.NatsBackup{ObjectMeta: meta,
-			Spec: clusterv1beta1.NatsBackupSpec{Cluster: nc.Name, Streams: step.Migration.Streams, Volume: vol}}, metav1.CreateOptions{FieldManager: FieldManager})
+		spec := clusterv1beta1.NatsBackupSpec{Cluster: nc.Name, Streams: step.Migration.Streams, Volume: vol}
+		if step.Migration.Removing {
+			// The streams are in the account of the credentials.
+			creds := mig.Credentials
+			spec.Credentials = &creds
+		}
+		_, err = c.natsClient.ClusterV1beta1().NatsBackups(nc.Namespace).Create(ctx, &clusterv1beta1.NatsBackup{ObjectMeta: meta, Spec: spec},
+			metav1.CreateOptions{FieldManager: FieldManager})
 		c.countWrite("natsbackups", "create")
 		if err == nil {
 			c.recorder.Eventf(nc, corev1.EventTypeNormal, EventMigrationBackup, "Migrating JetStream (1 of 3): NatsBackup %s backs up %s into claim %s before every server restarts together",
 				name, strings.Join(step.Migration.Streams, ", "), vol.ClaimName)
 		}
 	case rollout.MigrationRestore:
-		creds := mig.Credentials
-		_, err = c.natsClient.ClusterV1beta1().NatsRestores(nc.Namespace).Create(ctx, &clusterv1beta1.NatsRestore{ObjectMeta: meta,
-			Spec: clusterv1beta1.NatsRestoreSpec{Cluster: nc.Name, Backup: name, Credentials: &creds}}, metav1.CreateOptions{FieldManager: FieldManager})
+		spec := clusterv1beta1.NatsRestoreSpec{Cluster: nc.Name, Backup: name}
+		into := "the global account"
+		if !step.Migration.Removing {
+			creds := mig.Credentials
+			spec.Credentials, into = &creds, "the account of the user in Secret "+creds.Name
+		}
+		_, err = c.natsClient.ClusterV1beta1().NatsRestores(nc.Namespace).Create(ctx, &clusterv1beta1.NatsRestore{ObjectMeta: meta, Spec: spec},
+			metav1.CreateOptions{FieldManager: FieldManager})
 		c.countWrite("natsrestores", "create")
 		if err == nil {
-			c.recorder.Eventf(nc, corev1.EventTypeNormal, EventMigrationRestore, "Migrating JetStream (3 of 3): NatsRestore %s restores %s into the account of the user in Secret %s",
-				name, strings.Join(step.Migration.Streams, ", "), creds.Name)
+			c.recorder.Eventf(nc, corev1.EventTypeNormal, EventMigrationRestore, "Migrating JetStream (3 of 3): NatsRestore %s restores %s into %s",
+				name, strings.Join(step.Migration.Streams, ", "), into)
 		}
 	default:
 		return fmt.Errorf("a StartMigration step of phase %q", step.Migration.Phase)

@@ -211,7 +211,7 @@ func buildGroups(reports []*report) ([]Group, []AccountStreams) {
 		}
 		info := StreamInfo{Name: g.Name, Replicas: len(g.Members)}
 		if lead.stream != nil {
-			info.Messages, info.Bytes, info.Consumers = lead.stream.State.Msgs, lead.stream.State.Bytes, lead.stream.State.Consumers
+			info.Messages, info.Bytes, info.Consumers, info.LastSeq = lead.stream.State.Msgs, lead.stream.State.Bytes, lead.stream.State.Consumers, lead.stream.State.LastSeq
 		}
 		as.Streams = append(as.Streams, info)
 	}

@@ -206,6 +206,8 @@ type StreamInfo struct {
 	Bytes    uint64
 	// Consumers is the number of consumers reported.
 	Consumers int
+	// LastSeq is the stream's last sequence in the report used.
+	LastSeq uint64
 }
 
 // Server returns the entry of the named server, and whether there is one.

@@ -73,6 +73,7 @@ type wireStream struct {
 		Msgs      uint64 `json:"messages"`
 		Bytes     uint64 `json:"bytes"`
 		Consumers int    `json:"consumer_count"`
+		LastSeq   uint64 `json:"last_seq"`
 	} `json:"state"`
 	Consumers []*wireConsumer `json:"consumer_detail"`
 }

@@ -314,8 +314,9 @@ func (p *planner) upToDate() Decision {
 	by, why := p.applied()
 	msg := upToDateMessage(p.in, len(p.servers))
 	if m := p.in.Migration; m != nil && m.Restore.Phase == clusterv1beta1.BackupSucceeded {
+		_, into := p.migrationDirection()
 		msg += fmt.Sprintf("; JetStream migrated: %d streams (%s) restored into %s by NatsRestore %s",
-			len(m.Restore.Streams), strings.Join(m.Restore.Streams, ", "), m.Account, m.Restore.Name)
+			len(m.Restore.Streams), strings.Join(m.Restore.Streams, ", "), into, m.Restore.Name)
 	}
 	return p.decision(Decision{
 		Progressing:   condition(metav1.ConditionFalse, clusterv1beta1.ReasonUpToDate, msg),

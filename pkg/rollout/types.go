@@ -248,6 +248,10 @@ type Observation struct {
 	MetaCurrent []string
 	// Streams are the streams JetStream holds, in every account.
 	Streams []StreamRef
+	// LastSeqs are the streams' last sequences as their leaders report
+	// them, where known (a migration holds when a stream grew after its
+	// backup).
+	LastSeqs []StreamSeq
 	// Assets are the streams and consumers (KV and object store buckets are
 	// streams) with their members, from the Raft groups observed.
 	Assets []Asset
@@ -292,6 +296,12 @@ type Asset struct {
 	// Current are the members whose copy is current (the leader's view; the
 	// leader included).
 	Current []string
+}
+
+// StreamSeq is a stream's last sequence.
+type StreamSeq struct {
+	Stream  StreamRef
+	LastSeq uint64
 }
 
 // StreamRef names a stream.

@@ -95,6 +95,39 @@ func TestScheduledBackupRestoresIntoANewCluster(t *testing.T) {
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// Bad references are reported before any Job is made.
+	for _, bad := range []struct {
+		name, reason string
+		spec         clusterv1beta1.NatsBackupSpec
+	}{
+		{"no-claim", clusterv1beta1.ReasonClaimNotFound, clusterv1beta1.NatsBackupSpec{Cluster: "demo", Volume: clusterv1beta1.BackupVolume{ClaimName: "nope"}}},
+		{"no-creds", clusterv1beta1.ReasonCredentialsNotFound, clusterv1beta1.NatsBackupSpec{Cluster: "demo", Volume: clusterv1beta1.BackupVolume{ClaimName: "backups"},
+			Credentials: &clusterv1beta1.SecretKeySelector{Name: "nope"}}},
+		{"no-cluster", clusterv1beta1.ReasonClusterNotFound, clusterv1beta1.NatsBackupSpec{Cluster: "nope", Volume: clusterv1beta1.BackupVolume{ClaimName: "backups"}}},
+	} {
+		if _, err := s.Nats.ClusterV1beta1().NatsBackups(nsBackup).Create(ctx, &clusterv1beta1.NatsBackup{
+			ObjectMeta: metav1.ObjectMeta{Name: bad.name}, Spec: bad.spec}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		poll.Eventually(t, time.Minute, 250*time.Millisecond, "NatsBackup "+bad.name+" Complete=False "+bad.reason, func() error {
+			b, err := s.Nats.ClusterV1beta1().NatsBackups(nsBackup).Get(ctx, bad.name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			c := meta.FindStatusCondition(b.Status.Conditions, clusterv1beta1.ConditionComplete)
+			if c == nil || c.Reason != bad.reason || b.Status.LastRun != nil {
+				return fmt.Errorf("Complete %+v, last run %+v", c, b.Status.LastRun)
+			}
+			t.Logf("NatsBackup %s: Complete %s %s: %s", bad.name, c.Status, c.Reason, c.Message)
+			return nil
+		})
+	}
+	for _, name := range []string{"no-claim", "no-creds", "no-cluster"} {
+		if jobs, err := s.Kube.BatchV1().Jobs(nsBackup).List(ctx, metav1.ListOptions{LabelSelector: "cluster.nats-operator.io/backup=" + name}); err != nil || len(jobs.Items) != 0 {
+			t.Fatalf("Jobs made for NatsBackup %s with a missing reference: %v (%v)", name, jobs, err)
+		}
+	}
+
 	var run clusterv1beta1.BackupRun
 	poll.Eventually(t, 4*time.Minute, time.Second, "the first run of NatsBackup nightly to succeed", func() error {
 		b, err := s.Nats.ClusterV1beta1().NatsBackups(nsBackup).Get(ctx, "nightly", metav1.GetOptions{})

@@ -74,6 +74,11 @@ func (c *Controller) syncRestore(ctx context.Context, name cache.ObjectName) err
 			}
 			return pending(clusterv1beta1.ReasonBackupNotFound, fmt.Sprintf("NatsBackup %s has %s: the restore waits", b.Name, which))
 		}
+		if reason, msg, err := c.missingReference(ctx, r.Namespace, b.Spec.Volume.ClaimName, r.Spec.Credentials, "spec"); err != nil {
+			return err
+		} else if reason != "" {
+			return pending(reason, strings.Replace(msg, "spec.volume.claimName", "the claim of NatsBackup "+b.Name, 1)+": nothing was started")
+		}
 		job = RestoreJob(r, nc, b.Spec.Volume.ClaimName, run.Path, c.image)
 		if _, err := c.kube.BatchV1().Jobs(r.Namespace).Create(ctx, job, metav1.CreateOptions{FieldManager: controller.FieldManager}); createdOrThere(err) != nil {
 			return err

@@ -147,6 +147,13 @@ func (c *Controller) syncBackup(ctx context.Context, name cache.ObjectName) erro
 		return c.writeBackupStatus(ctx, b, status)
 	}
 
+	if reason, msg, err := c.missingReference(ctx, b.Namespace, b.Spec.Volume.ClaimName, b.Spec.Credentials, "spec"); err != nil {
+		return err
+	} else if reason != "" && status.LastRun == nil {
+		status.Phase = clusterv1beta1.BackupPending
+		setComplete(&status.Conditions, b.Generation, metav1.ConditionFalse, reason, msg+": nothing was started")
+		return c.writeBackupStatus(ctx, b, status)
+	}
 	if err := c.ensureBackupWorkload(ctx, b, nc, status); err != nil {
 		return err
 	}
@@ -301,4 +308,33 @@ func (c *Controller) writeBackupStatus(ctx context.Context, b *clusterv1beta1.Na
 		return fmt.Errorf("updating status of NatsBackup %s: %w", klog.KObj(b), err)
 	}
 	return nil
+}
+
+// missingReference says which reference of a Job is missing: the claim
+// (ClaimNotFound) or the credentials' Secret or key (CredentialsNotFound),
+// with a message naming the field; empty when both are there. A Job made
+// without them would wait in ContainerCreating, saying little.
+func (c *Controller) missingReference(ctx context.Context, ns, claim string, creds *clusterv1beta1.SecretKeySelector, spec string) (string, string, error) {
+	if _, err := c.kube.CoreV1().PersistentVolumeClaims(ns).Get(ctx, claim, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		return clusterv1beta1.ReasonClaimNotFound, fmt.Sprintf("%s.volume.claimName: PersistentVolumeClaim %s/%s does not exist", spec, ns, claim), nil
+	} else if err != nil {
+		return "", "", err
+	}
+	if creds == nil {
+		return "", "", nil
+	}
+	key := creds.Key
+	if key == "" {
+		key = "user.creds"
+	}
+	sec, err := c.kube.CoreV1().Secrets(ns).Get(ctx, creds.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return clusterv1beta1.ReasonCredentialsNotFound, fmt.Sprintf("%s.credentials: Secret %s/%s does not exist", spec, ns, creds.Name), nil
+	case err != nil:
+		return "", "", err
+	case len(sec.Data[key]) == 0:
+		return clusterv1beta1.ReasonCredentialsNotFound, fmt.Sprintf("%s.credentials: Secret %s/%s has no key %s", spec, ns, creds.Name, key), nil
+	}
+	return "", "", nil
 }

@@ -229,12 +229,14 @@ type JetStreamSpec struct {
 	// +optional
 	VolumeClaimTemplate *VolumeClaimTemplate `json:"volumeClaimTemplate,omitempty"`
 
-	// migration is how the streams are kept through a change that moves
-	// the system account (adding auth), when the NatsCluster is annotated
-	// cluster.nats-operator.io/restart-all=migrate-jetstream: every stream
-	// of the global account is backed up into volume, every server
-	// restarted together with auth, and the streams restored, with their
-	// consumers, into the account of credentials.
+	// migration is how the streams are kept through adding or removing
+	// auth, when the NatsCluster is annotated
+	// cluster.nats-operator.io/restart-all=migrate-jetstream: adding auth,
+	// every stream of the global account is backed up into volume, every
+	// server restarted together with auth, and the streams restored, with
+	// their consumers, into the account of credentials; removing auth, the
+	// streams of that account are backed up with credentials and restored
+	// into the global account.
 	// +optional
 	Migration *JetStreamMigration `json:"migration,omitempty"`
 }
@@ -754,7 +756,8 @@ type JetStreamMigration struct {
 	Volume BackupVolume `json:"volume"`
 
 	// credentials are the creds file of a user of the account the streams
-	// are restored into, from a Secret of this namespace.
+	// are restored into (adding auth) or backed up from (removing it),
+	// from a Secret of this namespace.
 	// +required
 	Credentials SecretKeySelector `json:"credentials"`
 }

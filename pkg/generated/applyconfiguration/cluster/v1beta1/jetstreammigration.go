@@ -28,7 +28,8 @@ type JetStreamMigrationApplyConfiguration struct {
 	// subPath, default <name>-migration).
 	Volume *BackupVolumeApplyConfiguration `json:"volume,omitempty"`
 	// credentials are the creds file of a user of the account the streams
-	// are restored into, from a Secret of this namespace.
+	// are restored into (adding auth) or backed up from (removing it),
+	// from a Secret of this namespace.
 	Credentials *SecretKeySelectorApplyConfiguration `json:"credentials,omitempty"`
 }
 

@@ -32,12 +32,14 @@ type JetStreamSpecApplyConfiguration struct {
 	// volumeClaimTemplate is the claim each server's store lives on. Without
 	// it the store is an emptyDir and its data is lost when a pod restarts.
 	VolumeClaimTemplate *VolumeClaimTemplateApplyConfiguration `json:"volumeClaimTemplate,omitempty"`
-	// migration is how the streams are kept through a change that moves
-	// the system account (adding auth), when the NatsCluster is annotated
-	// cluster.nats-operator.io/restart-all=migrate-jetstream: every stream
-	// of the global account is backed up into volume, every server
-	// restarted together with auth, and the streams restored, with their
-	// consumers, into the account of credentials.
+	// migration is how the streams are kept through adding or removing
+	// auth, when the NatsCluster is annotated
+	// cluster.nats-operator.io/restart-all=migrate-jetstream: adding auth,
+	// every stream of the global account is backed up into volume, every
+	// server restarted together with auth, and the streams restored, with
+	// their consumers, into the account of credentials; removing auth, the
+	// streams of that account are backed up with credentials and restored
+	// into the global account.
 	Migration *JetStreamMigrationApplyConfiguration `json:"migration,omitempty"`
 }
 
