@@ -95,6 +95,14 @@
 // releases the finalizer (JetStream holds no streams, or force-delete is
 // set); the garbage collector then deletes the servers, and the claims stay.
 //
+// JetStream migration (restart-all=migrate-jetstream, pkg/rollout's
+// migration.go): gather_migration.go reads the NatsBackup and NatsRestore
+// the cluster owns for its target revision (labelled migration-of and
+// migration-revision) and the account of spec.jetstream.migration's
+// credentials; migration.go's StartMigration step creates them. They are
+// run by the controller of pkg/controller/backups (same process, own
+// queue), whose Jobs move the data; this package never touches a stream.
+//
 // Steps by kind: restarts (step.go, servers.go); Reload steps over $SYS
 // with spec.auth.systemCredentials or the controller's own system user, whose
 // Secret it generates (reload.go, systemuser.go); RemoveServer steps of a

@@ -1,6 +1,8 @@
 package render
 
 import (
+	"maps"
+
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,17 +16,24 @@ import (
 // to its name.
 const NamespaceNameLabel = "kubernetes.io/metadata.name"
 
+// ControllerPodLabels are the labels of the controller's pods
+// (manifests/controller/operator.yaml): the NetworkPolicy admits them to
+// the monitoring port.
+var ControllerPodLabels = map[string]string{"app.kubernetes.io/name": "nats-operator"}
+
 // NetworkPolicy is the NetworkPolicy <name> of the cluster's pods, nil with
-// spec.networkPolicy.enabled false. It admits:
-//   - the client port from anywhere;
+// spec.networkPolicy.enabled false. Closed by default, it admits:
+//   - the client port from clientsFrom, by default the pods of the
+//     cluster's own namespace (the backup and restore Jobs run there);
 //   - the route port from the cluster's own servers only;
-//   - the monitoring port from the controller's namespace only (the
-//     exporter sidecar reads it over localhost, which no policy filters);
+//   - the monitoring port from the controller's pods only (ControllerPodLabels
+//     in the controller's namespace; the exporter sidecar reads it over
+//     localhost, which no policy filters);
 //   - the gateway port, with spec.gateway, from anywhere (the other
 //     clusters of the supercluster), and the leaf port, with
 //     spec.leafnodes.accept, from anywhere (leaf clusters);
-//   - the metrics port, when the exporter runs, from metricsFrom, or from
-//     anywhere when it is empty.
+//   - the metrics port, when the exporter runs, from metricsFrom only:
+//     with none, no rule, so nobody.
 //
 // It selects ingress only: the servers' own connections out are not
 // filtered.
@@ -38,13 +47,20 @@ func NetworkPolicy(nc *clusterv1beta1.NatsCluster, controllerNamespace string) *
 		p := intstr.FromString(name)
 		return []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: &p}}
 	}
+	clients := peers(spec.NetworkPolicy.ClientsFrom)
+	if len(clients) == 0 {
+		clients = []networkingv1.NetworkPolicyPeer{{
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{NamespaceNameLabel: nc.Namespace}},
+		}}
+	}
 	rules := []networkingv1.NetworkPolicyIngressRule{
-		{Ports: port(ClientPortName)},
+		{Ports: port(ClientPortName), From: clients},
 		{Ports: port(ClusterPortName), From: []networkingv1.NetworkPolicyPeer{{
 			PodSelector: &metav1.LabelSelector{MatchLabels: ClusterSelector(nc.Name)},
 		}}},
 		{Ports: port(MonitorPortName), From: []networkingv1.NetworkPolicyPeer{{
 			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{NamespaceNameLabel: controllerNamespace}},
+			PodSelector:       &metav1.LabelSelector{MatchLabels: maps.Clone(ControllerPodLabels)},
 		}}},
 	}
 	if spec.Gateway != nil {
@@ -56,11 +72,7 @@ func NetworkPolicy(nc *clusterv1beta1.NatsCluster, controllerNamespace string) *
 		// Leaf clusters connect from anywhere, the edge included.
 		rules = append(rules, networkingv1.NetworkPolicyIngressRule{Ports: port(LeafNodePortName)})
 	}
-	if spec.Metrics.IsEnabled() {
-		var from []networkingv1.NetworkPolicyPeer
-		for _, p := range spec.NetworkPolicy.MetricsFrom {
-			from = append(from, *p.DeepCopy())
-		}
+	if from := peers(spec.NetworkPolicy.MetricsFrom); spec.Metrics.IsEnabled() && len(from) > 0 {
 		rules = append(rules, networkingv1.NetworkPolicyIngressRule{Ports: port(MetricsPortName), From: from})
 	}
 	return &networkingv1.NetworkPolicy{
@@ -115,6 +127,15 @@ func stringMap(m map[string]string) map[string]any {
 	out := make(map[string]any, len(m))
 	for k, v := range m {
 		out[k] = v
+	}
+	return out
+}
+
+// peers copies a list of NetworkPolicy peers.
+func peers(in []networkingv1.NetworkPolicyPeer) []networkingv1.NetworkPolicyPeer {
+	var out []networkingv1.NetworkPolicyPeer
+	for _, p := range in {
+		out = append(out, *p.DeepCopy())
 	}
 	return out
 }

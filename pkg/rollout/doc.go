@@ -98,6 +98,9 @@
 //     effect, or breaks the account resolver in operator mode).
 //   - reload.go: Reload steps, reloads in flight, and the fallback to a
 //     restart.
+//   - migration.go: restart-all=migrate-jetstream, an auth change that
+//     keeps the streams: backup, restart together, restore (its state
+//     diagram), and the MigrationBlocked holds.
 //   - gate.go: the ordered gate checks before each step.
 //   - messages.go: the text of Progressing messages.
 //   - types.go: Input and Decision.

@@ -232,12 +232,14 @@ func checkNetworkPolicy(ctx context.Context, t *testing.T, s *framework.Stack) {
 			}
 			var peers []string
 			for _, p := range r.From {
-				switch {
-				case p.PodSelector != nil:
-					peers = append(peers, "pods "+fmt.Sprint(p.PodSelector.MatchLabels))
-				case p.NamespaceSelector != nil:
-					peers = append(peers, "namespace "+p.NamespaceSelector.MatchLabels[render.NamespaceNameLabel])
+				var sel []string
+				if p.NamespaceSelector != nil {
+					sel = append(sel, "namespace "+p.NamespaceSelector.MatchLabels[render.NamespaceNameLabel])
 				}
+				if p.PodSelector != nil {
+					sel = append(sel, "pods "+fmt.Sprint(p.PodSelector.MatchLabels))
+				}
+				peers = append(peers, strings.Join(sel, " and "))
 			}
 			return strings.Join(peers, ","), true
 		}
@@ -263,8 +265,9 @@ func checkNetworkPolicy(ctx context.Context, t *testing.T, s *framework.Stack) {
 		cluster, _ := from(np, "cluster")
 		monitor, _ := from(np, "monitor")
 		metrics, ok := from(np, "metrics")
-		if client != "" || cluster != "pods map[cluster.nats-operator.io/cluster:demo]" || monitor != "namespace nats-system" || !ok || metrics != "" {
-			return fmt.Errorf("client from %q, cluster from %q, monitor from %q, metrics from %q (%v)", client, cluster, monitor, metrics, ok)
+		if client != "namespace "+s.NS || cluster != "pods map[cluster.nats-operator.io/cluster:demo]" ||
+			monitor != "namespace nats-system and pods map[app.kubernetes.io/name:nats-operator]" || ok {
+			return fmt.Errorf("client from %q, cluster from %q, monitor from %q, metrics from %q (a rule: %v)", client, cluster, monitor, metrics, ok)
 		}
 		return nil
 	})

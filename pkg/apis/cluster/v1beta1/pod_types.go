@@ -122,17 +122,28 @@ type MetricsSpec struct {
 
 // NetworkPolicySpec is the NetworkPolicy <name> of the servers' pods.
 type NetworkPolicySpec struct {
-	// enabled renders the NetworkPolicy: the client port is open to every
-	// pod, the route port only to the cluster's own servers, the monitoring
-	// port only to the controller's namespace, and the metrics port to
-	// metricsFrom. On by default. A NetworkPolicy is enforced only by a
-	// network plugin that supports it.
+	// enabled renders the NetworkPolicy: the client port is open to
+	// clientsFrom (by default the cluster's own namespace), the route port
+	// only to the cluster's own servers, the monitoring port only to the
+	// controller's pods (app.kubernetes.io/name=nats-operator in the
+	// controller's namespace), and the metrics port only to metricsFrom.
+	// On by default. A NetworkPolicy is enforced only by a network plugin
+	// that supports it.
 	// +optional
 	// +kubebuilder:default=true
 	Enabled *bool `json:"enabled,omitempty"`
 
+	// clientsFrom are who may reach the client port; absent or empty, the
+	// pods of the cluster's own namespace. Clients of other namespaces
+	// need a peer here (a namespaceSelector), clients outside the
+	// Kubernetes cluster an ipBlock.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	ClientsFrom []networkingv1.NetworkPolicyPeer `json:"clientsFrom,omitempty"`
+
 	// metricsFrom are who may scrape the metrics port (for example the
-	// namespace Prometheus runs in); absent or empty, anyone may.
+	// namespace Prometheus runs in); absent or empty, nobody may.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=16

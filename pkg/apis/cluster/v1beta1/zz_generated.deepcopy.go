@@ -1121,6 +1121,13 @@ func (in *NetworkPolicySpec) DeepCopyInto(out *NetworkPolicySpec) {
 		*out = new(bool)
 		**out = **in
 	}
+	if in.ClientsFrom != nil {
+		in, out := &in.ClientsFrom, &out.ClientsFrom
+		*out = make([]networkingv1.NetworkPolicyPeer, len(*in))
+		for i := range *in {
+			(*in)[i].DeepCopyInto(&(*out)[i])
+		}
+	}
 	if in.MetricsFrom != nil {
 		in, out := &in.MetricsFrom, &out.MetricsFrom
 		*out = make([]networkingv1.NetworkPolicyPeer, len(*in))

@@ -27,14 +27,21 @@ import (
 //
 // NetworkPolicySpec is the NetworkPolicy <name> of the servers' pods.
 type NetworkPolicySpecApplyConfiguration struct {
-	// enabled renders the NetworkPolicy: the client port is open to every
-	// pod, the route port only to the cluster's own servers, the monitoring
-	// port only to the controller's namespace, and the metrics port to
-	// metricsFrom. On by default. A NetworkPolicy is enforced only by a
-	// network plugin that supports it.
+	// enabled renders the NetworkPolicy: the client port is open to
+	// clientsFrom (by default the cluster's own namespace), the route port
+	// only to the cluster's own servers, the monitoring port only to the
+	// controller's pods (app.kubernetes.io/name=nats-operator in the
+	// controller's namespace), and the metrics port only to metricsFrom.
+	// On by default. A NetworkPolicy is enforced only by a network plugin
+	// that supports it.
 	Enabled *bool `json:"enabled,omitempty"`
+	// clientsFrom are who may reach the client port; absent or empty, the
+	// pods of the cluster's own namespace. Clients of other namespaces
+	// need a peer here (a namespaceSelector), clients outside the
+	// Kubernetes cluster an ipBlock.
+	ClientsFrom []v1.NetworkPolicyPeer `json:"clientsFrom,omitempty"`
 	// metricsFrom are who may scrape the metrics port (for example the
-	// namespace Prometheus runs in); absent or empty, anyone may.
+	// namespace Prometheus runs in); absent or empty, nobody may.
 	MetricsFrom []v1.NetworkPolicyPeer `json:"metricsFrom,omitempty"`
 }
 
@@ -49,6 +56,16 @@ func NetworkPolicySpec() *NetworkPolicySpecApplyConfiguration {
 // If called multiple times, the Enabled field is set to the value of the last call.
 func (b *NetworkPolicySpecApplyConfiguration) WithEnabled(value bool) *NetworkPolicySpecApplyConfiguration {
 	b.Enabled = &value
+	return b
+}
+
+// WithClientsFrom adds the given value to the ClientsFrom field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the ClientsFrom field.
+func (b *NetworkPolicySpecApplyConfiguration) WithClientsFrom(values ...v1.NetworkPolicyPeer) *NetworkPolicySpecApplyConfiguration {
+	for i := range values {
+		b.ClientsFrom = append(b.ClientsFrom, values[i])
+	}
 	return b
 }
 
