@@ -138,21 +138,29 @@ func TestLeafClusterConnectsToAHubByReload(t *testing.T) {
 
 	onHub := framework.Connect(t, hub.PodURLs(ctx, t, nsLeafHub, "hub"), nats.UserCredentials(hub.CredsFile(ctx, t, nsLeafHub, "demo-app-creds")))
 	onLeaf := framework.Connect(t, edge.PodURLs(ctx, t, nsLeafEdge, "leaf"))
-	if _, err := onHub.Subscribe("edge.hello", func(m *nats.Msg) { _ = m.Respond([]byte("hub says hello back to " + string(m.Data))) }); err != nil {
+	checkRequestCrossesLeaf(t, onHub, onLeaf, "hub", "leaf")
+}
+
+// checkRequestCrossesLeaf checks a request published on the leaf (a
+// client of it, onLeaf) is received on the hub (a subscriber of onHub) and
+// its reply comes back.
+func checkRequestCrossesLeaf(t *testing.T, onHub, onLeaf *nats.Conn, hub, leaf string) {
+	t.Helper()
+	if _, err := onHub.Subscribe("edge.hello", func(m *nats.Msg) { _ = m.Respond([]byte(hub + " says hello back to " + string(m.Data))) }); err != nil {
 		t.Fatal(err)
 	}
 	if err := onHub.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	poll.Eventually(t, time.Minute, 500*time.Millisecond, "a request from the leaf answered by the hub", func() error {
-		reply, err := onLeaf.Request("edge.hello", []byte("leaf"), 2*time.Second)
+	poll.Eventually(t, time.Minute, 500*time.Millisecond, "a request from the leaf answered on "+hub, func() error {
+		reply, err := onLeaf.Request("edge.hello", []byte(leaf), 2*time.Second)
 		if err != nil {
 			return err
 		}
-		if string(reply.Data) != "hub says hello back to leaf" {
+		if want := hub + " says hello back to " + leaf; string(reply.Data) != want {
 			return errors.New("reply " + string(reply.Data))
 		}
-		t.Logf("published on the leaf, received on the hub and back: %q", reply.Data)
+		t.Logf("published on the leaf %s, received on %s and back: %q", leaf, hub, reply.Data)
 		return nil
 	})
 }

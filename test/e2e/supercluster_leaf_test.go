@@ -96,23 +96,7 @@ func checkLeafOfEast(ctx context.Context, t *testing.T, east, edge *framework.St
 
 	onHub := framework.Connect(t, east.PodURLs(ctx, t, nsSuperEast, "east"), nats.UserCredentials(appCreds))
 	onLeaf := framework.Connect(t, edge.PodURLs(ctx, t, nsSuperEdge, "edge"))
-	if _, err := onHub.Subscribe("edge.hello", func(m *nats.Msg) { _ = m.Respond([]byte("east says hello back to " + string(m.Data))) }); err != nil {
-		t.Fatal(err)
-	}
-	if err := onHub.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	poll.Eventually(t, time.Minute, 500*time.Millisecond, "a request from the leaf answered on east", func() error {
-		reply, err := onLeaf.Request("edge.hello", []byte("edge"), 2*time.Second)
-		if err != nil {
-			return err
-		}
-		if string(reply.Data) != "east says hello back to edge" {
-			return errors.New("reply " + string(reply.Data))
-		}
-		t.Logf("published on the leaf edge, received on east and back: %q", reply.Data)
-		return nil
-	})
+	checkRequestCrossesLeaf(t, onHub, onLeaf, "east", "edge")
 
 	// The leaf's JetStream is a domain of its own: a stream made on the
 	// leaf is not in east's JetStream, and east reaches it through the

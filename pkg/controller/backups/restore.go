@@ -129,8 +129,5 @@ func (c *Controller) writeRestoreStatus(ctx context.Context, r *clusterv1beta1.N
 	nr := r.DeepCopy()
 	nr.Status = *status
 	_, err := c.nats.ClusterV1beta1().NatsRestores(r.Namespace).UpdateStatus(ctx, nr, metav1.UpdateOptions{FieldManager: controller.FieldManager})
-	if err != nil {
-		return fmt.Errorf("updating status of NatsRestore %s: %w", klog.KObj(r), err)
-	}
-	return nil
+	return statusError("NatsRestore", r, err)
 }

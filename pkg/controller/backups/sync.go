@@ -304,8 +304,13 @@ func (c *Controller) writeBackupStatus(ctx context.Context, b *clusterv1beta1.Na
 	nb := b.DeepCopy()
 	nb.Status = *status
 	_, err := c.nats.ClusterV1beta1().NatsBackups(b.Namespace).UpdateStatus(ctx, nb, metav1.UpdateOptions{FieldManager: controller.FieldManager})
+	return statusError("NatsBackup", b, err)
+}
+
+// statusError wraps a refused status update with the object it was for.
+func statusError(kind string, o metav1.Object, err error) error {
 	if err != nil {
-		return fmt.Errorf("updating status of NatsBackup %s: %w", klog.KObj(b), err)
+		return fmt.Errorf("updating status of %s %s: %w", kind, klog.KObj(o), err)
 	}
 	return nil
 }
