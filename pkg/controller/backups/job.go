@@ -56,11 +56,19 @@ func ServerURLs(nc *clusterv1beta1.NatsCluster) string {
 	return strings.Join(urls, ",")
 }
 
-// OneOffJobName is the Job of a NatsBackup without a schedule.
-func OneOffJobName(b *clusterv1beta1.NatsBackup) string { return b.Name + "-" + string(b.UID)[:5] }
+// OneOffJobName is the Job of a NatsBackup without a schedule, named for
+// its UID (see RestoreJobName).
+func OneOffJobName(b *clusterv1beta1.NatsBackup) string {
+	return b.Name + "-" + string(b.UID)[:min(5, len(b.UID))]
+}
 
-// RestoreJobName is the Job of a NatsRestore.
-func RestoreJobName(r *clusterv1beta1.NatsRestore) string { return r.Name + "-restore" }
+// RestoreJobName is the Job of a NatsRestore, named for its UID too: a
+// NatsRestore deleted and made again (the way out of a failed migration
+// restore) never reads the Job of the one before, which the garbage
+// collector may not have deleted yet.
+func RestoreJobName(r *clusterv1beta1.NatsRestore) string {
+	return r.Name + "-restore-" + string(r.UID)[:min(5, len(r.UID))]
+}
 
 func labels(kind, name string) map[string]string {
 	return map[string]string{

@@ -40,6 +40,9 @@ func (c *Controller) syncRestore(ctx context.Context, name cache.ObjectName) err
 	if err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
+	if job != nil && !metav1.IsControlledBy(job, r) {
+		return fmt.Errorf("Job %s/%s exists and is not controlled by NatsRestore %s", job.Namespace, job.Name, r.Name)
+	}
 	if job == nil {
 		if ended {
 			return nil
