@@ -147,12 +147,15 @@ func (c *Controller) syncBackup(ctx context.Context, name cache.ObjectName) erro
 		return c.writeBackupStatus(ctx, b, status)
 	}
 
-	if reason, msg, err := c.missingReference(ctx, b.Namespace, b.Spec.Volume.ClaimName, b.Spec.Credentials, "spec"); err != nil {
-		return err
-	} else if reason != "" && status.LastRun == nil {
-		status.Phase = clusterv1beta1.BackupPending
-		setComplete(&status.Conditions, b.Generation, metav1.ConditionFalse, reason, msg+": nothing was started")
-		return c.writeBackupStatus(ctx, b, status)
+	// Before the first run only: a run that started had its references.
+	if status.LastRun == nil {
+		if reason, msg, err := c.missingReference(ctx, b.Namespace, b.Spec.Volume.ClaimName, b.Spec.Credentials, "spec"); err != nil {
+			return err
+		} else if reason != "" {
+			status.Phase = clusterv1beta1.BackupPending
+			setComplete(&status.Conditions, b.Generation, metav1.ConditionFalse, reason, msg+": nothing was started")
+			return c.writeBackupStatus(ctx, b, status)
+		}
 	}
 	if err := c.ensureBackupWorkload(ctx, b, nc, status); err != nil {
 		return err
