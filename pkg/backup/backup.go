@@ -308,9 +308,7 @@ func Restore(ctx context.Context, nc *nats.Conn, dir string, o Options) (*Result
 	for {
 		n, rerr := io.ReadFull(data, buf)
 		if n > 0 {
-			rctx, cancel := context.WithTimeout(ctx, o.timeout())
-			ack, err := nc.RequestWithContext(rctx, resp.DeliverSubject, buf[:n])
-			cancel()
+			ack, err := requestAnswered(ctx, nc, resp.DeliverSubject, buf[:n], o.timeout())
 			if err != nil {
 				return nil, fmt.Errorf("restoring stream %s: sending %d bytes at %d: %w", stream, n, total, err)
 			}
@@ -338,9 +336,7 @@ func Restore(ctx context.Context, nc *nats.Conn, dir string, o Options) (*Result
 	}
 	// The server answers the end once the stream is restored, which for
 	// a large stream takes a while.
-	rctx, cancel = context.WithTimeout(ctx, 10*o.timeout())
-	msg, err := nc.RequestWithContext(rctx, resp.DeliverSubject, nil)
-	cancel()
+	msg, err := requestAnswered(ctx, nc, resp.DeliverSubject, nil, 10*o.timeout())
 	if err != nil {
 		return nil, fmt.Errorf("restoring stream %s: finishing after %d bytes: %w", stream, total, err)
 	}
@@ -351,6 +347,36 @@ func Restore(ctx context.Context, nc *nats.Conn, dir string, o Options) (*Result
 		return nil, fmt.Errorf("restoring stream %s: %w", stream, done.Error)
 	}
 	return &Result{Stream: stream, State: done.State, DataBytes: total}, nil
+}
+
+// requestAnswered sends a request to the subject a restore's chunks go
+// to, sending it again while no server has interest in it, until timeout.
+// The server that takes the restore subscribes to that subject before it
+// answers with it, but in a cluster the answer and the interest travel to
+// the client's server on different routes (the answer comes from the
+// system account, the interest in the stream's account), so the first
+// chunk can arrive before the interest does. Measured: a restore into a
+// named account of a 3-server cluster failed with "no responders" on its
+// first chunk. A request with no responders reached nobody, so sending it
+// again is safe.
+func requestAnswered(ctx context.Context, nc *nats.Conn, subject string, data []byte, timeout time.Duration) (*nats.Msg, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	wait := 20 * time.Millisecond
+	for {
+		msg, err := nc.RequestWithContext(ctx, subject, data)
+		if !errors.Is(err, nats.ErrNoResponders) {
+			return msg, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(wait):
+		}
+		if wait < time.Second {
+			wait *= 2
+		}
+	}
 }
 
 // streamExists asks the server for the stream's info.

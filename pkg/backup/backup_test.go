@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -183,5 +184,82 @@ func TestSnapshotOfAMissingStreamLeavesNoBackup(t *testing.T) {
 	}
 	if _, err := backup.ReadMetadata(dir); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("backup.json after a failed snapshot: %v", err)
+	}
+}
+
+// In a cluster the subject a restore's chunks go to can be answered to
+// the client before the server's interest in it has reached the client's
+// server (measured: "no responders" on the first chunk of a restore into a
+// named account of a 3-server cluster). Here a stand-in for the restore
+// API on a real server answers with its subject 300 ms before it
+// subscribes to it: the restore sends the first chunk again until it is
+// taken, and every chunk arrives once.
+func TestRestoreWaitsForInterestInItsChunks(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s := startServer(t, "")
+	nc, js := connect(t, s)
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 100 {
+		if _, err := js.Publish(ctx, fmt.Sprintf("orders.%d", i), []byte("order")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := filepath.Join(t.TempDir(), "ORDERS")
+	res, err := backup.Snapshot(ctx, nc, "ORDERS", dir, backup.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	const api = "FAKE.API"
+	var got, chunks atomic.Int64
+	late := make(chan struct{})
+	answer := func(m *nats.Msg, body string) {
+		if err := m.Respond([]byte(body)); err != nil {
+			t.Error(err)
+		}
+	}
+	sub, err := nc.Subscribe(api+".>", func(m *nats.Msg) {
+		switch m.Subject {
+		case api + ".STREAM.INFO.ORDERS":
+			answer(m, `{"error":{"code":404,"err_code":10059,"description":"stream not found"}}`)
+		case api + ".STREAM.RESTORE.ORDERS":
+			answer(m, `{"deliver_subject":"FAKE.CHUNKS"}`)
+			close(late)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	go func() {
+		<-late
+		time.Sleep(300 * time.Millisecond)
+		chunkSub, err := nc.Subscribe("FAKE.CHUNKS", func(m *nats.Msg) {
+			if len(m.Data) == 0 {
+				answer(m, `{"state":{"messages":100,"last_seq":100}}`)
+				return
+			}
+			got.Add(int64(len(m.Data)))
+			chunks.Add(1)
+			answer(m, "")
+		})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		t.Cleanup(func() { chunkSub.Unsubscribe() })
+	}()
+
+	start := time.Now()
+	restored, err := backup.Restore(ctx, nc, dir, backup.Options{APIPrefix: api, ChunkSize: 1024, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatalf("restore while the chunks' subject had no interest yet: %v", err)
+	}
+	t.Logf("restored %+v in %d chunks, %v after the restore began", restored.State, chunks.Load(), time.Since(start).Round(time.Millisecond))
+	if got.Load() != res.DataBytes || restored.DataBytes != res.DataBytes || restored.State.Messages != 100 {
+		t.Fatalf("the stand-in received %d bytes, the restore reports %d, the snapshot had %d", got.Load(), restored.DataBytes, res.DataBytes)
 	}
 }
