@@ -18,10 +18,10 @@ import (
 
 // pauseBeforeStep is how long this test's controller pauses between
 // deciding a step and writing it (--pause-before-step, tests only).
-const pauseBeforeStep = 6 * time.Second
+const pauseBeforeStep = 10 * time.Second
 
 var (
-	pausing  = regexp.MustCompile(`"Pausing before the step" .*server="([^"]+)"`)
+	pausing  = regexp.MustCompile(`(?m)^I\d{4} (\d{2}:\d{2}:\d{2}\.\d{6}) .*"Pausing before the step" .*server="([^"]+)"`)
 	waitLine = regexp.MustCompile(`"The step waits for the PodDisruptionBudget" .*message="((?:[^"\\]|\\.)*)"`)
 )
 
@@ -53,22 +53,28 @@ func TestAnEvictionBetweenTheObservationAndTheStepMakesTheStepWait(t *testing.T)
 	earlier := len(pauses()) // steps of the cluster's creation, if any
 	patchCluster(ctx, t, s, `{"spec":{"version":"2.15.1"}}`)
 	var stepped string
+	var paused time.Time
 	poll.Eventually(t, 2*time.Minute, 50*time.Millisecond, "the controller to pause before the rollout's first step", func() error {
 		m := pauses()
 		if len(m) <= earlier {
 			return fmt.Errorf("no new %q in %s", "Pausing before the step", s.Controller.LogPath)
 		}
-		stepped = string(m[earlier][1])
+		stepped = string(m[earlier][2])
+		paused = logTime(t, string(m[earlier][1]))
 		return nil
 	})
-	paused := time.Now()
 	victim := "demo-0"
 	if stepped == victim {
 		victim = "demo-1"
 	}
 	// Evict with the pause nearly over: the evicted server is still down
-	// when the step asks the budget.
-	time.Sleep(pauseBeforeStep - 2*time.Second - time.Since(paused))
+	// when the step asks the budget. The pause is timed from the log line's
+	// own time, not from when this test read it (on a loaded machine that
+	// was seconds later, and the eviction came after the step).
+	if left := pauseBeforeStep - time.Since(paused); left < 1500*time.Millisecond {
+		t.Fatalf("the pause before the step was noticed %s after it began: too late to evict within it", time.Since(paused).Round(time.Millisecond))
+	}
+	time.Sleep(pauseBeforeStep - 3*time.Second - time.Since(paused))
 	if err := s.Kube.PolicyV1().Evictions(s.NS).Evict(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: s.NS, Name: victim + "-0"}}); err != nil {
 		t.Fatalf("evicting %s-0 (the budget should allow it: every server is up): %v", victim, err)
 	}
@@ -115,4 +121,20 @@ func TestAnEvictionBetweenTheObservationAndTheStepMakesTheStepWait(t *testing.T)
 		t.Errorf("%d servers down at once at %s: %v", most, at.Format(time.RFC3339Nano), which)
 	}
 	t.Logf("%d tracker observations: at most %d server down at once (%v); restart order %v", len(tr.Observations()), most, which, tr.RestartOrder())
+}
+
+// logTime is the time of a klog line's clock ("19:34:48.583353", the
+// machine's local time) on today's date.
+func logTime(t *testing.T, clock string) time.Time {
+	t.Helper()
+	c, err := time.ParseInLocation("15:04:05.000000", clock, time.Local)
+	if err != nil {
+		t.Fatalf("the log line's time %q: %v", clock, err)
+	}
+	now := time.Now()
+	at := time.Date(now.Year(), now.Month(), now.Day(), c.Hour(), c.Minute(), c.Second(), c.Nanosecond(), time.Local)
+	if at.After(now.Add(time.Hour)) {
+		at = at.AddDate(0, 0, -1) // logged before midnight
+	}
+	return at
 }
