@@ -122,16 +122,57 @@ func (f *facts) running() []render.RunningServer {
 // still being removed (it may lead groups until it is evacuated), with its
 // pod's address. A server without a pod address is still expected: it
 // counts as silent.
+//
+// Each server's monitoring port is asked over HTTPS when its pod's probes
+// are (spec.monitoring.tls when the pod was made: the port's scheme is not
+// reloaded, so a pod keeps it for life, and while a change of the setting
+// rolls servers of both kinds run), verified against the client CA for the
+// client Service's name.
 func observeTarget(f *facts) observe.Target {
 	t := observe.Target{Cluster: f.nc.Namespace + "/" + f.nc.Name, SystemCredentials: f.systemCreds}
+	clientTLS(f, &t)
 	for _, so := range append(slices.Clone(f.servers), f.extra...) {
-		addr := observe.ServerAddr{Name: so.name}
+		addr := observe.ServerAddr{Name: so.name, MonitorHTTPS: render.MonitorTLS(&f.nc.Spec)}
 		if so.pod != nil {
 			addr.Host, addr.PodUID = so.pod.Status.PodIP, string(so.pod.UID)
+			if https, ok := podMonitorHTTPS(so.pod); ok {
+				addr.MonitorHTTPS = https
+			}
 		}
 		t.Servers = append(t.Servers, addr)
 	}
 	return t
+}
+
+// podMonitorHTTPS says whether a pod's server serves its monitoring port
+// over HTTPS, as its nats container's readiness probe (or another HTTP
+// probe of the monitoring port) asks it; ok is false when no probe says.
+func podMonitorHTTPS(pod *corev1.Pod) (https, ok bool) {
+	for _, c := range pod.Spec.Containers {
+		if c.Name != render.ContainerName {
+			continue
+		}
+		for _, p := range []*corev1.Probe{c.ReadinessProbe, c.StartupProbe, c.LivenessProbe} {
+			if p != nil && p.HTTPGet != nil && p.HTTPGet.Port.IntValue() == int(render.MonitorPort) {
+				return p.HTTPGet.Scheme == corev1.URISchemeHTTPS, true
+			}
+		}
+	}
+	return false, false
+}
+
+// clientTLS sets the target's TLS for the servers' client port and, with
+// spec.monitoring.tls, their monitoring port: the client CA, the client
+// Service's name the certificate is for, and the controller's client
+// certificate under spec.tls.verifyClients. Nothing without spec.tls.
+func clientTLS(f *facts, t *observe.Target) {
+	if f.tls.Client == nil {
+		return
+	}
+	t.TLSRootCAs, t.TLSServerName = f.tlsCA, f.nc.Name+"."+f.nc.Namespace+".svc"
+	if f.clientCert != nil {
+		t.TLSClientCert, t.TLSClientKey = f.clientCert.Cert, f.clientCert.Key
+	}
 }
 
 // planInput turns what the sync gathered, rendered and observed into the
@@ -297,10 +338,7 @@ func reloadAccess(f *facts, su *systemUser, in *rollout.Input) (observe.Target, 
 		if f.tls.Client.Verify && f.clientCert == nil {
 			return t, false, "reloads need a client certificate with spec.tls.verifyClients, which the controller does not have yet"
 		}
-		t.TLSRootCAs, t.TLSServerName = f.tlsCA, f.nc.Name+"."+f.nc.Namespace+".svc"
-		if f.clientCert != nil {
-			t.TLSClientCert, t.TLSClientKey = f.clientCert.Cert, f.clientCert.Key
-		}
+		clientTLS(f, &t)
 	}
 	if f.nc.Spec.Auth != nil {
 		if len(f.systemCreds) == 0 {

@@ -55,7 +55,7 @@ func (g *gatherer) gatherTLS(ctx context.Context, f *facts, now time.Time) error
 		return g.gatherCertificate(ctx, f, now)
 	}
 	if t := nc.Spec.TLS; t != nil && t.Secret != nil {
-		files, ca, err := g.gatherTLSSecret(ctx, nc, t.Secret, "spec.tls.secret", t.VerifyClients)
+		files, ca, err := g.gatherTLSSecret(ctx, nc, t.Secret, "spec.tls.secret", t.VerifyClients || render.MonitorTLS(&nc.Spec))
 		if err != nil {
 			return err
 		}
@@ -127,7 +127,8 @@ func (g *gatherer) gatherClientCA(ctx context.Context, f *facts, now time.Time) 
 
 // gatherTLSSecret reads a TLS Secret the spec names: its certificate and key must
 // load as a key pair, and its CA must be there when needCA (else it is
-// used when present).
+// used when present): for routes, and for clients under
+// spec.tls.verifyClients or spec.monitoring.tls.
 func (g *gatherer) gatherTLSSecret(ctx context.Context, nc *clusterv1beta1.NatsCluster, ref *clusterv1beta1.TLSSecretRef, field string, needCA bool) (*render.TLSFiles, []byte, error) {
 	notReady := func(format string, args ...any) error {
 		return &referenceError{clusterv1beta1.ReasonCertificateNotReady, fmt.Sprintf("%s: ", field) + fmt.Sprintf(format, args...)}
@@ -150,6 +151,11 @@ func (g *gatherer) gatherTLSSecret(ctx context.Context, nc *clusterv1beta1.NatsC
 	}
 	ca := s.Data[files.CAKey]
 	switch {
+	case len(ca) == 0 && needCA && render.MonitorTLS(&nc.Spec) && field != "spec.routes.tls.secret":
+		// The controller and the metrics exporter verify the monitoring
+		// port's certificate against it; without, they could not (and
+		// never skip verification).
+		return nil, nil, notReady("Secret %s/%s has no key %q: spec.monitoring.tls needs the CA of the client certificate, which the controller and the metrics exporter verify the monitoring port against", nc.Namespace, ref.Name, files.CAKey)
 	case len(ca) == 0 && needCA:
 		return nil, nil, notReady("Secret %s/%s has no key %q, the CA certificates are verified against", nc.Namespace, ref.Name, files.CAKey)
 	case len(ca) == 0:
@@ -304,7 +310,7 @@ func (g *gatherer) gatherCertificate(ctx context.Context, f *facts, now time.Tim
 	if !ready {
 		return notReady("cert-manager Certificate %s/%s is not Ready: %s", nc.Namespace, got.GetName(), why)
 	}
-	files, ca, err := g.gatherTLSSecret(ctx, nc, &clusterv1beta1.TLSSecretRef{Name: name}, "spec.tls.certificate", nc.Spec.TLS.VerifyClients)
+	files, ca, err := g.gatherTLSSecret(ctx, nc, &clusterv1beta1.TLSSecretRef{Name: name}, "spec.tls.certificate", nc.Spec.TLS.VerifyClients || render.MonitorTLS(&nc.Spec))
 	if err != nil {
 		return err
 	}

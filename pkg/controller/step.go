@@ -69,8 +69,8 @@ func (c *Controller) restart(ctx context.Context, p *plan, step *rollout.Step, w
 	}
 	if step.ResetJetStream {
 		c.recorder.Eventf(nc, corev1.EventTypeWarning, clusterv1beta1.EventJetStreamReset,
-			"JetStream starts empty because the system account changes; left behind on the volumes, unreachable: %s",
-			rollout.CountStreams(step.StreamsLeftBehind))
+			"JetStream starts empty because %s; left behind on the volumes, unreachable: %s",
+			step.ResetWhy, rollout.CountStreams(step.StreamsLeftBehind))
 	}
 	if len(step.AcceptedLoss) > 0 {
 		by := clusterv1beta1.AnnotationForceStep

@@ -145,8 +145,10 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	status.ObservedGeneration = nc.Generation
 	status.Replicas = nc.Spec.Replicas
 	status.Endpoints = &clusterv1beta1.Endpoints{
-		Client:  fmt.Sprintf("%s://%s.%s.svc:4222", clientScheme(nc), nc.Name, nc.Namespace),
-		Monitor: fmt.Sprintf("http://%s-headless.%s.svc:8222", nc.Name, nc.Namespace),
+		Client: fmt.Sprintf("%s://%s.%s.svc:4222", clientScheme(nc), nc.Name, nc.Namespace),
+		// https under spec.monitoring.tls (the certificate is the client
+		// Service's, <name>.<ns>.svc).
+		Monitor: fmt.Sprintf("%s://%s-headless.%s.svc:8222", render.MonitorScheme(&nc.Spec), nc.Name, nc.Namespace),
 	}
 	c.observedStatus(status, f, snap)
 	c.recordStartProblems(nc, status.Servers)

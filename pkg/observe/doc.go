@@ -14,7 +14,10 @@
 //	snap.Verdict // Settled: True AllGroupsCurrent, False ServersSilent, ...
 //
 // Every server is asked over its own monitoring endpoint, at its pod address
-// and in parallel: /varz (id, version, server_metadata.config_revision
+// and in parallel (over HTTPS for a server with ServerAddr.MonitorHTTPS,
+// spec.monitoring.tls: the certificate verified against
+// Target.TLSRootCAs for Target.TLSServerName, never skipped; the client is
+// made again when they change): /varz (id, version, server_metadata.config_revision
 // reported as "metadata", trusted NATS operator and system account), /jsz
 // with accounts, streams, consumers and Raft detail (paged by account, as
 // nats-server pages it), /routez, /healthz, when the server has a

@@ -1,7 +1,12 @@
 package observe
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -58,7 +63,10 @@ type Target struct {
 	// certificate chains to: System then connects over TLS, verifying the
 	// certificate against them and against TLSServerName (the name of the
 	// client Service, which the client certificate is for), whatever
-	// address it dials.
+	// address it dials. Observe verifies the monitoring port of a server
+	// with MonitorHTTPS the same way (spec.monitoring.tls serves it with
+	// the client certificate); without TLSRootCAs against the system's
+	// roots. Verification is never skipped.
 	TLSRootCAs    []byte
 	TLSServerName string
 	// TLSClientCert and TLSClientKey, when set, are the PEM client
@@ -76,6 +84,11 @@ type ServerAddr struct {
 	Host string
 	// MonitorPort is the HTTP monitoring port; 0 means DefaultMonitorPort.
 	MonitorPort int
+	// MonitorHTTPS asks the monitoring port over HTTPS, verifying its
+	// certificate against Target.TLSRootCAs for Target.TLSServerName
+	// (spec.monitoring.tls). It is per server: while a change of
+	// spec.monitoring.tls rolls, servers of both kinds run.
+	MonitorHTTPS bool
 	// ClientPort is the client port; 0 means DefaultClientPort.
 	ClientPort int
 	// PodUID is the UID of the pod at Host, when known: the system account
@@ -89,7 +102,11 @@ func (a ServerAddr) monitorURL() string {
 	if port == 0 {
 		port = DefaultMonitorPort
 	}
-	return "http://" + net.JoinHostPort(a.Host, strconv.Itoa(port))
+	scheme := "http://"
+	if a.MonitorHTTPS {
+		scheme = "https://"
+	}
+	return scheme + net.JoinHostPort(a.Host, strconv.Itoa(port))
 }
 
 func (a ServerAddr) clientURL() string {
@@ -126,10 +143,11 @@ type Observer struct {
 
 // clusterConns is what the Observer keeps for one cluster.
 type clusterConns struct {
-	transport *http.Transport
-	client    *http.Client
-	sysMu     sync.Mutex    // guards sys
-	sys       *SystemClient // nil until System is called
+	// http is the monitoring client, replaced (under Observer.mu) when
+	// the TLS it verifies with changes.
+	http  *monitorClient
+	sysMu sync.Mutex    // guards sys
+	sys   *SystemClient // nil until System is called
 }
 
 // New returns an Observer.
@@ -149,6 +167,43 @@ func New(opts Options) *Observer {
 // ErrClosed is returned once the Observer is closed.
 var ErrClosed = errors.New("observer closed")
 
+// monitorClient is an HTTP client of one cluster's monitoring ports and
+// the TLS it verifies HTTPS with (tlsKey).
+type monitorClient struct {
+	transport *http.Transport
+	client    *http.Client
+	tlsKey    [32]byte
+}
+
+// monitorTLSKey is a digest of what HTTPS is verified with.
+func monitorTLSKey(t Target) [32]byte {
+	h := sha256.New()
+	var n [8]byte
+	binary.BigEndian.PutUint64(n[:], uint64(len(t.TLSRootCAs)))
+	h.Write(n[:])
+	h.Write(t.TLSRootCAs)
+	h.Write([]byte(t.TLSServerName))
+	var key [32]byte
+	copy(key[:], h.Sum(nil))
+	return key
+}
+
+// monitorTLSConfig is the TLS of HTTPS monitoring requests: the server's
+// certificate verified against the target's CAs (the system's roots
+// without) for TLSServerName, whatever address is dialled. Monitoring
+// never asks for a client certificate.
+func monitorTLSConfig(t Target) (*tls.Config, error) {
+	c := &tls.Config{ServerName: t.TLSServerName, MinVersion: tls.VersionTLS12}
+	if len(t.TLSRootCAs) > 0 {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(t.TLSRootCAs) {
+			return nil, errors.New("monitoring over HTTPS: the cluster's CA holds no PEM certificate")
+		}
+		c.RootCAs = pool
+	}
+	return c, nil
+}
+
 // conns returns the cluster's connections, making them on first use.
 func (o *Observer) conns(cluster string) (*clusterConns, error) {
 	o.mu.Lock()
@@ -158,19 +213,49 @@ func (o *Observer) conns(cluster string) (*clusterConns, error) {
 	}
 	c := o.clusters[cluster]
 	if c == nil {
-		t := &http.Transport{
+		c = &clusterConns{}
+		o.clusters[cluster] = c
+	}
+	return c, nil
+}
+
+// monitorClientFor returns the cluster's connections and its monitoring
+// client for t's TLS: made on first use, and made again (the old one's
+// idle connections closed) when the CA or server name changed.
+func (o *Observer) monitorClientFor(t Target) (*clusterConns, *monitorClient, error) {
+	tlsConfig, err := monitorTLSConfig(t)
+	if err != nil {
+		return nil, nil, err
+	}
+	key := monitorTLSKey(t)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return nil, nil, ErrClosed
+	}
+	c := o.clusters[t.Cluster]
+	if c == nil {
+		c = &clusterConns{}
+		o.clusters[t.Cluster] = c
+	}
+	if c.http == nil || c.http.tlsKey != key {
+		if c.http != nil {
+			c.http.transport.CloseIdleConnections()
+		}
+		tr := &http.Transport{
 			// Never a proxy: the pod addresses are reached directly.
 			Proxy:                 nil,
 			DialContext:           (&net.Dialer{Timeout: o.opts.RequestTimeout, KeepAlive: 30 * time.Second}).DialContext,
+			TLSClientConfig:       tlsConfig,
+			TLSHandshakeTimeout:   o.opts.RequestTimeout,
 			MaxIdleConnsPerHost:   4,
 			IdleConnTimeout:       90 * time.Second,
 			ResponseHeaderTimeout: o.opts.RequestTimeout,
 			ForceAttemptHTTP2:     false,
 		}
-		c = &clusterConns{transport: t, client: &http.Client{Transport: t}}
-		o.clusters[cluster] = c
+		c.http = &monitorClient{transport: tr, client: &http.Client{Transport: tr}, tlsKey: key}
 	}
-	return c, nil
+	return c, c.http, nil
 }
 
 // current reports whether c is still the cluster's kept connections.
@@ -178,6 +263,14 @@ func (o *Observer) current(cluster string, c *clusterConns) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.clusters[cluster] == c
+}
+
+// currentMonitor reports whether m is still the monitoring client of c,
+// c still the cluster's kept connections.
+func (o *Observer) currentMonitor(cluster string, c *clusterConns, m *monitorClient) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.clusters[cluster] == c && c.http == m
 }
 
 // Forget releases what the Observer keeps for one cluster (when the cluster
@@ -213,7 +306,9 @@ func (c *clusterConns) release() {
 		c.sys = nil
 	}
 	c.sysMu.Unlock()
-	c.transport.CloseIdleConnections()
+	if m := c.http; m != nil {
+		m.transport.CloseIdleConnections()
+	}
 }
 
 // Observe asks every server of the target, in parallel, over its monitoring
@@ -239,7 +334,7 @@ func (o *Observer) Observe(ctx context.Context, t Target) *Snapshot {
 	if err := ctx.Err(); err != nil {
 		return failed("observation not started: " + err.Error())
 	}
-	c, err := o.conns(t.Cluster)
+	c, m, err := o.monitorClientFor(t)
 	if err != nil {
 		return failed(err.Error())
 	}
@@ -247,12 +342,13 @@ func (o *Observer) Observe(ctx context.Context, t Target) *Snapshot {
 	reports := make([]*report, len(t.Servers))
 	var wg sync.WaitGroup
 	for i, a := range t.Servers {
-		wg.Go(func() { reports[i] = o.ask(ctx, c.client, a) })
+		wg.Go(func() { reports[i] = o.ask(ctx, m.client, a) })
 	}
 	wg.Wait()
-	if !o.current(t.Cluster, c) {
-		// Forgotten or closed while asking: drop the connections just used.
-		c.transport.CloseIdleConnections()
+	if !o.currentMonitor(t.Cluster, c, m) {
+		// Forgotten, closed or replaced while asking: drop the connections
+		// just used.
+		m.transport.CloseIdleConnections()
 	}
 
 	for _, r := range reports {
@@ -407,6 +503,9 @@ func (o *Observer) fetch(ctx context.Context, client *http.Client, url string, a
 	}
 	if len(body) > maxResponseBytes {
 		return nil, fmt.Errorf("reading %s: response larger than %d bytes", url, maxResponseBytes)
+	}
+	if resp.StatusCode == http.StatusBadRequest && bytes.Contains(body, []byte("HTTP request to an HTTPS server")) {
+		return nil, fmt.Errorf("GET %s: the monitoring port serves HTTPS only (spec.monitoring.tls)", url)
 	}
 	if resp.StatusCode != http.StatusOK && !anyStatus {
 		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)

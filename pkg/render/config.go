@@ -55,13 +55,16 @@ type serverConfig struct {
 	ServerName          string            `json:"server_name"`
 	Listen              string            `json:"listen"`
 	TLS                 *tlsConfig        `json:"tls,omitempty"`
-	HTTP                string            `json:"http"`
+	HTTP                string            `json:"http,omitempty"`
+	HTTPS               string            `json:"https,omitempty"`
 	PidFile             string            `json:"pid_file"`
 	LameDuckDuration    string            `json:"lame_duck_duration"`
 	LameDuckGracePeriod string            `json:"lame_duck_grace_period"`
-	Cluster             clusterConfig     `json:"cluster"`
+	Cluster             *clusterConfig    `json:"cluster,omitempty"`
 	Gateway             *gatewayConfig    `json:"gateway,omitempty"`
 	LeafNodes           *leafNodesConfig  `json:"leafnodes,omitempty"`
+	WebSocket           *websocketConfig  `json:"websocket,omitempty"`
+	MQTT                *mqttConfig       `json:"mqtt,omitempty"`
 	JetStream           *jetStreamConfig  `json:"jetstream,omitempty"`
 	ServerTags          []string          `json:"server_tags,omitempty"`
 	Accounts            *accountsConfig   `json:"accounts,omitempty"`
@@ -161,7 +164,14 @@ type sharedConfig struct {
 	// them equal).
 	gateway     *gatewayConfig
 	leafNodes   *leafNodesConfig
+	websocket   *websocketConfig
+	mqtt        *mqttConfig
 	clusterName string
+	// standalone: one server with JetStream runs without the cluster
+	// block (with it, naming only itself, it waits for JetStream meta
+	// peers forever).
+	standalone bool
+	monitorTLS bool
 	// lameDuckDuration and lameDuckGracePeriod are as nats.conf holds
 	// them (time.Duration's String: 30s, 1m30s, 1.5s).
 	lameDuckDuration, lameDuckGracePeriod string
@@ -184,6 +194,9 @@ func newSharedConfig(nc *clusterv1beta1.NatsCluster, trust *validTrust, systemUs
 	if s.leafNodes, err = leafNodesOf(nc, tls); err != nil {
 		return nil, err
 	}
+	s.websocket, s.mqtt = websocketOf(nc, tls), mqttOf(nc, tls)
+	s.standalone = nc.Spec.Replicas == 1 && nc.Spec.JetStream != nil
+	s.monitorTLS = MonitorTLS(&nc.Spec)
 	s.clusterName = nc.Name
 	if s.gateway != nil {
 		s.clusterName = s.gateway.Name
@@ -233,23 +246,32 @@ func (s *sharedConfig) server(nc *clusterv1beta1.NatsCluster, ordinal int32, ope
 	c := &serverConfig{
 		ServerName:          ServerName(nc.Name, ordinal),
 		Listen:              fmt.Sprintf("0.0.0.0:%d", ClientPort),
-		HTTP:                fmt.Sprintf("0.0.0.0:%d", MonitorPort),
 		PidFile:             PidFile,
 		LameDuckDuration:    s.lameDuckDuration,
 		LameDuckGracePeriod: s.lameDuckGracePeriod,
-		Cluster: clusterConfig{
+		Gateway:             s.gateway,
+		LeafNodes:           s.leafNodes,
+		WebSocket:           s.websocket,
+		MQTT:                s.mqtt,
+		JetStream:           s.jetStream,
+		ServerTags:          s.tags,
+		Accounts:            s.accounts,
+		TLS:                 tlsBlock(s.tls.Client, ClientTLSDir),
+	}
+	monitor := fmt.Sprintf("0.0.0.0:%d", MonitorPort)
+	if s.monitorTLS {
+		c.HTTPS = monitor
+	} else {
+		c.HTTP = monitor
+	}
+	if !s.standalone {
+		c.Cluster = &clusterConfig{
 			Name:   s.clusterName,
 			Listen: fmt.Sprintf("0.0.0.0:%d", ClusterPort),
 			Routes: s.routes[:max(s.seeds, ordinal+1)],
-		},
-		Gateway:    s.gateway,
-		LeafNodes:  s.leafNodes,
-		JetStream:  s.jetStream,
-		ServerTags: s.tags,
-		Accounts:   s.accounts,
-		TLS:        tlsBlock(s.tls.Client, ClientTLSDir),
+			TLS:    tlsBlock(s.tls.Routes, RoutesTLSDir),
+		}
 	}
-	c.Cluster.TLS = tlsBlock(s.tls.Routes, RoutesTLSDir)
 	if s.tls.Routes != nil {
 		c.ServerMetadata.RoutesCertificate = s.tls.Routes.Digest
 	}

@@ -99,7 +99,13 @@
 //     while in lame duck mode, so the preStop signal decides the exit. Both
 //     are facts (LameDuckDuration, LameDuckGracePeriod): nats-server reloads
 //     neither.
-//   - Probes (HTTP GET on port 8222), chosen by spec.version; see probes.go:
+//   - One server with JetStream has no cluster block (standalone; facts
+//     ClusterName ""): with a block naming only itself nats-server waits for
+//     meta peers forever. spec.websocket and spec.mqtt are blocks of their
+//     own with the client TLS block unless noTLS (listeners.go), on the pod,
+//     both Services and the NetworkPolicy's client rule.
+//   - Probes (HTTP GET on port 8222, HTTPS with spec.monitoring.tls), chosen
+//     by spec.version; see probes.go:
 //     from 2.11 on, startup /healthz?js-meta-only=true, readiness
 //     /healthz?js-server-only=true, liveness /healthz?js-enabled-only=true.
 //     Before 2.11 js-meta-only does not exist and js-server-only meant what

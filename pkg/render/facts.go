@@ -95,6 +95,16 @@ type Facts struct {
 	// (spec.leafnodes.tls).
 	LeafnodesTLS    bool
 	LeafnodeRemotes string
+	// WebSocket is the websocket block in one canonical string (port,
+	// TLS, origins, compression); empty without (spec.websocket).
+	WebSocket string
+	// MQTT is the mqtt block's listener (port, TLS); MQTTDelivery its
+	// ack_wait and max_ack_pending; both empty without (spec.mqtt).
+	MQTT         string
+	MQTTDelivery string
+	// MonitorTLS says whether the monitoring port serves HTTPS
+	// (spec.monitoring.tls).
+	MonitorTLS bool
 }
 
 // fieldRole says what the planner knows of one field of nats.conf: it is a
@@ -116,11 +126,12 @@ func (r fieldRole) String() string { return cmp.Or(r.fact, "rolls: "+r.rolls) }
 var configFields = map[string]fieldRole{
 	"server_name":            rolls("differs per server by design and never changes for a server"),
 	"listen":                 rolls("a constant (0.0.0.0:4222)"),
-	"http":                   rolls("a constant (0.0.0.0:8222)"),
+	"http":                   fact("MonitorTLS"),
+	"https":                  fact("MonitorTLS"),
 	"pid_file":               rolls("a constant path"),
 	"lame_duck_duration":     fact("LameDuckDuration"),
 	"lame_duck_grace_period": fact("LameDuckGracePeriod"),
-	"cluster":                rolls("always present"),
+	"cluster":                rolls("present unless one server with JetStream runs standalone, which its ClusterName (empty) says"),
 	"cluster.name":           fact("ClusterName"),
 	"cluster.listen":         rolls("a constant (0.0.0.0:6222)"),
 	"cluster.routes": rolls("one route per seed server (the first SeedServers) and per server before this one; servers with more or fewer routes route to each other, " +
@@ -187,24 +198,58 @@ var configFields = map[string]fieldRole{
 	"leafnodes.tls.timeout":          rolls("a constant"),
 	"leafnodes.tls.ca_file":          rolls("never rendered: leaves are not asked for a certificate"),
 	"leafnodes.tls.verify":           rolls("never rendered: leaves are not asked for a certificate"),
+	"websocket":                      fact("WebSocket"),
+	"websocket.port":                 fact("WebSocket"),
+	"websocket.no_tls":               fact("WebSocket"),
+	"websocket.tls":                  fact("WebSocket"),
+	"websocket.tls.cert_file":        rolls("a constant path (the client certificate)"),
+	"websocket.tls.key_file":         rolls("a constant path"),
+	"websocket.tls.ca_file":          rolls("as tls.ca_file"),
+	"websocket.tls.verify":           fact("ClientVerify"),
+	"websocket.tls.timeout":          rolls("a constant"),
+	"websocket.same_origin":          fact("WebSocket"),
+	"websocket.allowed_origins":      fact("WebSocket"),
+	"websocket.compression":          fact("WebSocket"),
+	"mqtt":                           fact("MQTT"),
+	"mqtt.port":                      fact("MQTT"),
+	"mqtt.tls":                       fact("MQTT"),
+	"mqtt.tls.cert_file":             rolls("a constant path (the client certificate)"),
+	"mqtt.tls.key_file":              rolls("a constant path"),
+	"mqtt.tls.ca_file":               rolls("as tls.ca_file"),
+	"mqtt.tls.verify":                fact("ClientVerify"),
+	"mqtt.tls.timeout":               rolls("a constant"),
+	"mqtt.ack_wait":                  fact("MQTTDelivery"),
+	"mqtt.max_ack_pending":           fact("MQTTDelivery"),
+	"mqtt.stream_replicas":           fact("MQTTDelivery"),
 }
 
 // factsOf computes the facts of a config. version is the image tag the
 // config runs under; operatorKey the operator JWT's subject.
 func factsOf(c *serverConfig, version, operatorKey string) Facts {
 	f := Facts{
-		Version:             version,
-		ClusterName:         c.Cluster.Name,
+		Version: version,
+
 		ServerTags:          sortedCompact(c.ServerTags),
 		SystemUser:          c.hasSystemUser(),
 		SystemUserNKey:      c.systemUserNKey(),
-		RouteTLS:            c.Cluster.TLS != nil,
+		MonitorTLS:          c.HTTPS != "",
 		ClientTLS:           c.TLS != nil,
 		LameDuckDuration:    c.LameDuckDuration,
 		LameDuckGracePeriod: c.LameDuckGracePeriod,
 	}
 	if c.TLS != nil {
 		f.ClientVerify = c.TLS.Verify
+	}
+	if c.Cluster != nil {
+		f.ClusterName = c.Cluster.Name
+		f.RouteTLS = c.Cluster.TLS != nil
+	}
+	if w := c.WebSocket; w != nil {
+		f.WebSocket = w.canonical()
+	}
+	if m := c.MQTT; m != nil {
+		f.MQTT = m.listener()
+		f.MQTTDelivery = m.delivery()
 	}
 	if l := c.LeafNodes; l != nil {
 		f.LeafnodesAccept = l.Listen != ""

@@ -23,8 +23,10 @@ var ControllerPodLabels = map[string]string{"app.kubernetes.io/name": "nats-oper
 
 // NetworkPolicy is the NetworkPolicy <name> of the cluster's pods, nil with
 // spec.networkPolicy.enabled false. Closed by default, it admits:
-//   - the client port from clientsFrom, by default the pods of the
-//     cluster's own namespace (the backup and restore Jobs run there);
+//   - the client port, and the WebSocket and MQTT ports with
+//     spec.websocket and spec.mqtt, from clientsFrom, by default the pods
+//     of the cluster's own namespace (the backup and restore Jobs run
+//     there);
 //   - the route port from the cluster's own servers only;
 //   - the monitoring port from the controller's pods only (ControllerPodLabels
 //     in the controller's namespace; the exporter sidecar reads it over
@@ -54,7 +56,7 @@ func NetworkPolicy(nc *clusterv1beta1.NatsCluster, controllerNamespace string) *
 		}}
 	}
 	rules := []networkingv1.NetworkPolicyIngressRule{
-		{Ports: port(ClientPortName), From: clients},
+		{Ports: append(port(ClientPortName), listenerPolicyPorts(spec)...), From: clients},
 		{Ports: port(ClusterPortName), From: []networkingv1.NetworkPolicyPeer{{
 			PodSelector: &metav1.LabelSelector{MatchLabels: ClusterSelector(nc.Name)},
 		}}},

@@ -6,6 +6,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
 )
 
 // Health check paths, by what they wait for. nats-server's /healthz flags,
@@ -71,14 +73,17 @@ func majorMinor(version string) (int, int, bool) {
 // rejoins the meta group in a second or two is Ready (and the rollout's gate
 // can open) within about 2 s, not 10; it allows 15 minutes (450 x 2s) for a
 // slow catch-up before the kubelet gives up. Liveness only runs after
-// startup succeeded.
-func probes(version string) (startup, readiness, liveness *corev1.Probe) {
-	paths := ProbePathsFor(version)
+// startup succeeded. Under spec.monitoring.tls the probes ask over HTTPS
+// (ProbeScheme): the kubelet does not verify the certificate, and the
+// monitoring port then refuses plain HTTP.
+func probes(spec *clusterv1beta1.NatsClusterSpec) (startup, readiness, liveness *corev1.Probe) {
+	paths := ProbePathsFor(spec.Version)
+	scheme := ProbeScheme(spec)
 	get := func(path string) corev1.ProbeHandler {
 		return corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
 			Path:   path,
 			Port:   intstr.FromInt32(MonitorPort),
-			Scheme: corev1.URISchemeHTTP,
+			Scheme: scheme,
 		}}
 	}
 	startup = &corev1.Probe{
@@ -103,4 +108,16 @@ func probes(version string) (startup, readiness, liveness *corev1.Probe) {
 		FailureThreshold: 3,
 	}
 	return startup, readiness, liveness
+}
+
+// ProbeScheme is the scheme of the probes: HTTPS under spec.monitoring.tls,
+// else HTTP. A pod's probes say which scheme its server's monitoring port
+// was started with (the port's scheme is not reloaded: a change restarts
+// the server with a new pod), which is how the controller knows how to ask
+// each server while a change of spec.monitoring.tls rolls.
+func ProbeScheme(spec *clusterv1beta1.NatsClusterSpec) corev1.URIScheme {
+	if MonitorTLS(spec) {
+		return corev1.URISchemeHTTPS
+	}
+	return corev1.URISchemeHTTP
 }

@@ -29,7 +29,7 @@ func clientService(nc *clusterv1beta1.NatsCluster) *corev1.Service {
 		Spec: corev1.ServiceSpec{
 			Type:     corev1.ServiceTypeClusterIP,
 			Selector: ClusterSelector(nc.Name),
-			Ports:    []corev1.ServicePort{servicePort(ClientPortName, ClientPort)},
+			Ports:    append([]corev1.ServicePort{servicePort(ClientPortName, ClientPort)}, listenerServicePorts(&nc.Spec)...),
 		},
 	}
 }
@@ -63,6 +63,7 @@ func headlessPorts(spec *clusterv1beta1.NatsClusterSpec) []corev1.ServicePort {
 	if spec.LeafNodes != nil && spec.LeafNodes.Accept {
 		ports = append(ports, servicePort(LeafNodePortName, LeafNodePort))
 	}
+	ports = append(ports, listenerServicePorts(spec)...)
 	if spec.Metrics.IsEnabled() {
 		ports = append(ports, servicePort(MetricsPortName, MetricsPort))
 	}

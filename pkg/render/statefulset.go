@@ -34,7 +34,7 @@ func statefulSet(nc *clusterv1beta1.NatsCluster, ordinal int32, rev string, tls 
 		annotations[clusterv1beta1.AnnotationConfigRevision] = rev
 	}
 
-	startup, readiness, liveness := probes(spec.Version)
+	startup, readiness, liveness := probes(spec)
 
 	f := false
 	t := true
@@ -74,6 +74,7 @@ func statefulSet(nc *clusterv1beta1.NatsCluster, ordinal int32, rev string, tls 
 	if spec.LeafNodes != nil && spec.LeafNodes.Accept {
 		container.Ports = append(container.Ports, corev1.ContainerPort{Name: LeafNodePortName, ContainerPort: LeafNodePort, Protocol: corev1.ProtocolTCP})
 	}
+	container.Ports = append(container.Ports, listenerContainerPorts(spec)...)
 	if gml := GoMemLimit(resources); gml != "" {
 		container.Env = []corev1.EnvVar{{Name: "GOMEMLIMIT", Value: gml}}
 	}
@@ -110,8 +111,12 @@ func statefulSet(nc *clusterv1beta1.NatsCluster, ordinal int32, rev string, tls 
 	}
 
 	containers := []corev1.Container{container}
+	var hostAliases []corev1.HostAlias
 	if spec.Metrics.IsEnabled() {
-		containers = append(containers, exporterContainer(spec, name))
+		exporter := exporterContainer(nc, name, tls)
+		containers = append(containers, exporter.container)
+		volumes = append(volumes, exporter.volumes...)
+		hostAliases = exporter.hostAliases
 	}
 
 	one := int32(1)
@@ -151,7 +156,8 @@ func statefulSet(nc *clusterv1beta1.NatsCluster, ordinal int32, rev string, tls 
 						FSGroupChangePolicy: ptr(corev1.FSGroupChangeOnRootMismatch),
 						SeccompProfile:      &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 					},
-					Affinity: DefaultAffinity(nc.Name),
+					Affinity:    DefaultAffinity(nc.Name),
+					HostAliases: hostAliases,
 				},
 			},
 			VolumeClaimTemplates: claims,
@@ -185,15 +191,78 @@ func DefaultAffinity(cluster string) *corev1.Affinity {
 	}}
 }
 
+// Under spec.monitoring.tls the exporter reads the monitoring port over
+// HTTPS and verifies its certificate. prometheus-nats-exporter (0.20.1)
+// has no flag for the CA of the URL it reads (its collector uses Go's
+// default transport), but Go takes the roots from SSL_CERT_FILE: the
+// client CA alone (the Secret's caKey, or with spec.tls.verifyClients the
+// bundle of <name>-client-ca) is projected into a volume of its own (the
+// exporter never sees the server's key), and SSL_CERT_FILE names it. The
+// certificate is for the client Service's names, not localhost, so the
+// exporter asks https://<name>.<namespace>.svc:8222 and a host alias
+// resolves that name to the pod's own loopback (the servers never dial
+// the client Service: routes, gateways and leaf remotes use the headless
+// one). Go reads SSL_CERT_FILE once, so a new CA reaches the exporter when
+// its pod restarts; a certificate renewed under the same CA at once.
+// Without a CA (a Secret without caKey; the controller refuses that
+// combination, CertificateNotReady, before rendering) the exporter keeps
+// Go's system roots: it verifies all the same, and fails unless a public
+// CA signed the certificate. Never InsecureSkipVerify.
+const (
+	// ExporterCAVolumeName is the exporter's volume of the client CA.
+	ExporterCAVolumeName = "monitor-ca"
+	// ExporterCADir is where it is mounted in the exporter.
+	ExporterCADir = "/etc/nats-monitor-ca"
+)
+
+// MonitorHost is the name the exporter reads the monitoring port by under
+// spec.monitoring.tls: the client Service's "<name>.<namespace>.svc", which
+// the client certificate is for.
+func MonitorHost(nc *clusterv1beta1.NatsCluster) string {
+	return nc.Name + "." + nc.Namespace + ".svc"
+}
+
+// exporter is the sidecar and what the pod needs for it.
+type exporter struct {
+	container   corev1.Container
+	volumes     []corev1.Volume
+	hostAliases []corev1.HostAlias
+}
+
 // exporterContainer is the prometheus-nats-exporter sidecar: it reads the
-// server's monitoring endpoints over localhost and serves them to
-// Prometheus on the pod's address, port metrics.
-func exporterContainer(spec *clusterv1beta1.NatsClusterSpec, server string) corev1.Container {
+// server's monitoring endpoints over localhost (under spec.monitoring.tls
+// over HTTPS by the client Service's name, see ExporterCAVolumeName) and
+// serves them to Prometheus on the pod's address, port metrics.
+func exporterContainer(nc *clusterv1beta1.NatsCluster, server string, tls TLS) exporter {
+	spec := &nc.Spec
 	image := spec.Metrics.Image
 	if image == "" {
 		image = clusterv1beta1.DefaultExporterImage
 	}
-	return corev1.Container{
+	var out exporter
+	url := fmt.Sprintf("http://localhost:%d", MonitorPort)
+	env := []corev1.EnvVar{{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{
+		FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "status.podIP"},
+	}}}
+	var mounts []corev1.VolumeMount
+	if MonitorTLS(spec) {
+		url = fmt.Sprintf("https://%s:%d", MonitorHost(nc), MonitorPort)
+		out.hostAliases = []corev1.HostAlias{{IP: "127.0.0.1", Hostnames: []string{MonitorHost(nc)}}}
+		if c := tls.Client; c != nil && c.CAKey != "" {
+			secret := c.Secret
+			if c.CASecret != "" {
+				secret = c.CASecret
+			}
+			out.volumes = []corev1.Volume{{Name: ExporterCAVolumeName, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+				SecretName:  secret,
+				Items:       []corev1.KeyToPath{{Key: c.CAKey, Path: tlsCAFile}},
+				DefaultMode: ptr(corev1.SecretVolumeSourceDefaultMode),
+			}}}}
+			mounts = []corev1.VolumeMount{{Name: ExporterCAVolumeName, MountPath: ExporterCADir, ReadOnly: true}}
+			env = append(env, corev1.EnvVar{Name: "SSL_CERT_FILE", Value: ExporterCADir + "/" + tlsCAFile})
+		}
+	}
+	out.container = corev1.Container{
 		Name:  ExporterContainerName,
 		Image: image,
 		Args: []string{
@@ -204,12 +273,11 @@ func exporterContainer(spec *clusterv1beta1.NatsClusterSpec, server string) core
 			// before it listens, retrying, and does not stop on SIGTERM
 			// meanwhile, so the pod of a server that never started took its
 			// whole grace period to go (measured by the stuck-server e2e).
-			fmt.Sprintf("%s,http://localhost:%d", server, MonitorPort),
+			server + "," + url,
 		},
-		Env: []corev1.EnvVar{{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{
-			FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "status.podIP"},
-		}}},
-		Ports: []corev1.ContainerPort{{Name: MetricsPortName, ContainerPort: MetricsPort, Protocol: corev1.ProtocolTCP}},
+		Env:          env,
+		VolumeMounts: mounts,
+		Ports:        []corev1.ContainerPort{{Name: MetricsPortName, ContainerPort: MetricsPort, Protocol: corev1.ProtocolTCP}},
 		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
 			corev1.ResourceCPU:    resource.MustParse("10m"),
 			corev1.ResourceMemory: resource.MustParse("32Mi"),
@@ -219,6 +287,7 @@ func exporterContainer(spec *clusterv1beta1.NatsClusterSpec, server string) core
 		ImagePullPolicy:          corev1.PullIfNotPresent,
 		SecurityContext:          restrictedContainerContext(),
 	}
+	return out
 }
 
 // claimSpec is the claim template's spec with the API server's defaults

@@ -51,8 +51,8 @@ func validateStored(nc *clusterv1beta1.NatsCluster) error {
 		return bad("spec.version", "%q must be a semantic version such as 2.15.2 (no leading v)", s.Version)
 	case s.Replicas < 1 || s.Replicas > 99:
 		return bad("spec.replicas", "%d must be between 1 and 99", s.Replicas)
-	case s.JetStream != nil && s.Replicas < 2:
-		return bad("spec.replicas", "JetStream needs at least 2 servers")
+	case s.JetStream != nil && s.Replicas < 2 && s.Gateway != nil:
+		return bad("spec.replicas", "a single JetStream server runs standalone, without the cluster block a supercluster's shared JetStream needs: use replicas 3 with spec.gateway")
 	case s.Image.Digest != "" && !digestRE.MatchString(s.Image.Digest):
 		return bad("spec.image.digest", "must be sha256: followed by 64 lowercase hex characters")
 	}
@@ -74,6 +74,9 @@ func validateStored(nc *clusterv1beta1.NatsCluster) error {
 		return err
 	}
 	if err := validateStoredTLS(s); err != nil {
+		return err
+	}
+	if err := validateStoredListeners(s); err != nil {
 		return err
 	}
 	if err := validateStoredLameDuck(s.LameDuck); err != nil {

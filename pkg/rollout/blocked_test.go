@@ -39,6 +39,9 @@ func TestClassifyComparesEveryFact(t *testing.T) {
 		case "GatewayRemotes", "GatewayTLS":
 			// The gateway's settings are there only with a gateway.
 			from.Gateway = true
+		case "MQTTDelivery":
+			// Delivery settings are there only with the MQTT listener.
+			from.MQTT = "port=1883"
 		case "GatewayCA":
 			// A bundle is there only with gateway TLS on.
 			from.Gateway, from.GatewayTLS = true, true

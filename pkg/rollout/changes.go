@@ -86,6 +86,15 @@ type ConfigFacts struct {
 	// (spec.leafnodes.tls).
 	LeafnodesTLS    bool
 	LeafnodeRemotes string
+	// WebSocket is the websocket block in one canonical string; empty
+	// without (spec.websocket).
+	WebSocket string
+	// MQTT is the mqtt listener (port, TLS) and MQTTDelivery its ack_wait
+	// and max_ack_pending; both empty without (spec.mqtt).
+	MQTT         string
+	MQTTDelivery string
+	// MonitorTLS says whether the monitoring port serves HTTPS.
+	MonitorTLS bool
 }
 
 // ChangeKind is one kind of difference between a running and a target config.
@@ -98,6 +107,18 @@ const (
 	ChangeOperator        ChangeKind = "Operator"
 	ChangeSystemAccount   ChangeKind = "SystemAccount"
 	ChangeClusterName     ChangeKind = "ClusterName"
+	// ChangeStandalone is one JetStream server running standalone (no
+	// cluster block, no cluster name) becoming a cluster, or a cluster
+	// becoming one standalone server (spec.replicas 1 <-> more, with
+	// JetStream). Measured on 2.15.2 (matrix/standalone_matrix_test.go):
+	// the standalone server's streams are not in the meta group the
+	// cluster forms, so nats-server hides them at once and deletes them
+	// from disk as orphans 30 s after the meta group recovered; back to
+	// standalone, a stream of more than one replica is not loaded
+	// ("replicas > 1 not supported in non-clustered mode"). So it is
+	// held, and restart-all completes it with reset-jetstream when streams
+	// exist.
+	ChangeStandalone ChangeKind = "Standalone"
 	ChangeJetStreamDomain ChangeKind = "JetStreamDomain"
 	// ChangeJetStreamDomainAddRemove is a domain added or removed: nats-server
 	// treats an empty domain as the same as any (sameDomain in events.go).
@@ -187,6 +208,23 @@ const (
 	// them without auth, connecting to the added remotes and closing the
 	// removed ones (reload.go's leafNodeOption).
 	ChangeLeafnodeRemotes ChangeKind = "LeafnodeRemotes"
+	// ChangeWebSocket is the WebSocket listener added, removed or changed
+	// (spec.websocket): it is local to a server, so servers with and
+	// without it route and keep one meta group (the route-compatibility
+	// matrix), and nats-server reloads none of it but its certificate, so
+	// it restarts one server at a time.
+	ChangeWebSocket ChangeKind = "WebSocket"
+	// ChangeMQTT is the MQTT listener added, removed, or another port or
+	// TLS (spec.mqtt): local to a server like WebSocket's, not reloaded.
+	ChangeMQTT ChangeKind = "MQTT"
+	// ChangeMQTTDelivery is another MQTT ack wait or max ack pending, the
+	// listener staying: nats-server reloads both (reload.go's
+	// mqttAckWaitReload and mqttMaxAckPendingReload), as the reload matrix
+	// shows.
+	ChangeMQTTDelivery ChangeKind = "MQTTDelivery"
+	// ChangeMonitorTLS is the monitoring port moved from HTTP to HTTPS or
+	// back (spec.monitoring.tls): local to a server, not reloaded.
+	ChangeMonitorTLS ChangeKind = "MonitorTLS"
 )
 
 // Effect is what a kind of change does to a cluster rolled one server at a
@@ -270,6 +308,8 @@ var effects = map[ChangeKind]Effect{
 		Why: "servers with different system accounts route but cannot form one JetStream meta group"},
 	ChangeSystemAccount: {Splits: true, ResetsJetStream: true, What: "another system account",
 		Why: "servers with different system accounts route but cannot form one JetStream meta group"},
+	ChangeStandalone: {Splits: true, ResetsJetStream: true, What: "one standalone JetStream server becoming a cluster, or a cluster becoming one", HoldReason: clusterv1beta1.ReasonStandaloneChangeBlocked,
+		Why: "a standalone server's streams are not in the cluster's meta group: nats-server deletes them as orphans 30 s after the cluster forms, and a standalone server loads no stream of more than one replica"},
 	ChangeClusterName: {Splits: true, ResetsJetStream: true, What: "another cluster name",
 		Why: "servers with different cluster names refuse each other's routes"},
 	ChangeJetStream: {Splits: true, What: "turning JetStream on or off",
@@ -302,16 +342,21 @@ var effects = map[ChangeKind]Effect{
 	ChangeLeafnodesAccept: {What: "accepting leaf connections or no longer"},
 	ChangeLeafnodesTLS:    {What: "the leaf listener's TLS turned on or off"},
 	ChangeLeafnodeRemotes: {ReloadsWithoutAuth: true, What: "other leaf remotes"},
+	ChangeWebSocket:       {What: "the WebSocket listener added, removed or changed"},
+	ChangeMQTT:            {What: "the MQTT listener added or removed, or another MQTT port or TLS"},
+	ChangeMQTTDelivery:    {ReloadsWithoutAuth: true, ReloadsWithMemoryResolver: true, What: "another MQTT ack wait or max ack pending"},
+	ChangeMonitorTLS:      {What: "the monitoring port moved between HTTP and HTTPS"},
 }
 
 // changeOrder is the order Changes lists kinds in: auth first, so the hold
 // reason and message name the most consequential change.
 var changeOrder = []ChangeKind{
 	ChangeAddAuth, ChangeRemoveAuth, ChangeOperator, ChangeSystemAccount,
-	ChangeClusterName, ChangeJetStreamDomain, ChangeJetStream, ChangeJetStreamDomainAddRemove, ChangeVersion,
+	ChangeStandalone, ChangeClusterName, ChangeJetStreamDomain, ChangeJetStream, ChangeJetStreamDomainAddRemove, ChangeVersion,
 	ChangeJetStreamLimitsRaised, ChangeJetStreamLimitsLowered, ChangeServerTags, ChangeAccounts, ChangeResolver, ChangeSystemUser, ChangeSystemUserNKey,
 	ChangeRouteTLS, ChangeRouteCA, ChangeClientTLS, ChangeRouteCertificate, ChangeClientCertificate, ChangeLameDuck,
 	ChangeGateway, ChangeGatewayRemotes, ChangeGatewayTLS, ChangeGatewayCA, ChangeLeafnodesAccept, ChangeLeafnodesTLS, ChangeLeafnodeRemotes,
+	ChangeWebSocket, ChangeMQTT, ChangeMQTTDelivery, ChangeMonitorTLS,
 }
 
 // ChangeKinds returns every change kind in the order Changes lists them.
@@ -358,7 +403,11 @@ func Classify(running, target ConfigFacts) []Change {
 	case running.SystemAccount != target.SystemAccount:
 		add(ChangeSystemAccount, short(running.SystemAccount), short(target.SystemAccount))
 	}
-	if running.ClusterName != target.ClusterName {
+	switch {
+	case running.ClusterName == target.ClusterName:
+	case running.JetStream && target.JetStream && (running.ClusterName == "" || target.ClusterName == ""):
+		add(ChangeStandalone, standaloneOr(running.ClusterName), standaloneOr(target.ClusterName))
+	default:
 		add(ChangeClusterName, running.ClusterName, target.ClusterName)
 	}
 	if running.JetStream && target.JetStream && running.JetStreamDomain != target.JetStreamDomain {
@@ -436,7 +485,35 @@ func Classify(running, target ConfigFacts) []Change {
 	if running.LeafnodeRemotes != target.LeafnodeRemotes {
 		add(ChangeLeafnodeRemotes, orNone(running.LeafnodeRemotes), orNone(target.LeafnodeRemotes))
 	}
+	if running.WebSocket != target.WebSocket {
+		add(ChangeWebSocket, orNone(running.WebSocket), orNone(target.WebSocket))
+	}
+	if running.MQTT != target.MQTT {
+		add(ChangeMQTT, orNone(running.MQTT), orNone(target.MQTT))
+	}
+	if running.MQTT != "" && target.MQTT != "" && running.MQTTDelivery != target.MQTTDelivery {
+		add(ChangeMQTTDelivery, running.MQTTDelivery, target.MQTTDelivery)
+	}
+	if running.MonitorTLS != target.MonitorTLS {
+		add(ChangeMonitorTLS, httpOrHTTPS(running.MonitorTLS), httpOrHTTPS(target.MonitorTLS))
+	}
 	return out
+}
+
+// standaloneOr is "standalone" for a server without a cluster name, else
+// "cluster <name>".
+func standaloneOr(clusterName string) string {
+	if clusterName == "" {
+		return "standalone"
+	}
+	return "cluster " + clusterName
+}
+
+func httpOrHTTPS(tls bool) string {
+	if tls {
+		return "https"
+	}
+	return "http"
 }
 
 // lameDuck is "duration 30s, grace period 10s".

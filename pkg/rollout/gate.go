@@ -78,7 +78,8 @@ func checkSettled(in *Input, _ []ServerState) string {
 
 // checkMetaMembership: every server running with JetStream is a member of the
 // JetStream meta group, so no restart can cost the meta group its quorum by
-// surprise.
+// surprise. A standalone server (one JetStream server, no cluster block)
+// has no meta group: nothing to wait for.
 func checkMetaMembership(in *Input, servers []ServerState) string {
 	members := map[string]bool{}
 	for _, m := range in.Observation.MetaMembers {
@@ -86,7 +87,7 @@ func checkMetaMembership(in *Input, servers []ServerState) string {
 	}
 	var missing []string
 	for _, s := range servers {
-		if !runsJetStream(in, s) {
+		if !runsJetStream(in, s) || runsStandalone(in, s) {
 			continue
 		}
 		if !members[s.Name] {
@@ -106,6 +107,16 @@ func runsJetStream(in *Input, s ServerState) bool {
 		return in.Target.JetStream
 	}
 	return s.Running.JetStream
+}
+
+// runsStandalone says whether a server runs (or will run) JetStream
+// standalone: without a cluster name (render writes no cluster block for one
+// JetStream server).
+func runsStandalone(in *Input, s ServerState) bool {
+	if !s.Created || in.atTarget(s) {
+		return in.Target.JetStream && in.Target.ClusterName == ""
+	}
+	return s.Running.JetStream && s.Running.ClusterName == ""
 }
 
 // checkPodsReady: every server's pod exists and is Ready.

@@ -105,6 +105,7 @@ func splitWhy(changes []Change) string {
 func heldMessage(changes []Change, split bool, servers []string, leavesStreams bool, unknown string, streams []StreamRef, restartAllSet bool) string {
 	var b strings.Builder
 	var what []string
+	why := resetWhy(changes)
 	for _, c := range changes {
 		if e := effects[c.Kind]; e.Splits || (!split && e.ResetsJetStream) {
 			what = append(what, c.String())
@@ -122,13 +123,13 @@ func heldMessage(changes []Change, split bool, servers []string, leavesStreams b
 	if leavesStreams {
 		switch {
 		case unknown == "":
-			fmt.Fprintf(&b, "; JetStream will start empty because the system account changes; %d %s would be left behind (%s)",
-				len(streams), plural(len(streams), "stream", "streams"), describeStreams(streams))
+			fmt.Fprintf(&b, "; JetStream will start empty because %s; %d %s would be left behind (%s)",
+				why, len(streams), plural(len(streams), "stream", "streams"), describeStreams(streams))
 		case len(streams) > 0:
-			fmt.Fprintf(&b, "; JetStream will start empty because the system account changes; %d %s would be left behind (%s), and maybe more (%s)",
-				len(streams), plural(len(streams), "stream", "streams"), describeStreams(streams), unknown)
+			fmt.Fprintf(&b, "; JetStream will start empty because %s; %d %s would be left behind (%s), and maybe more (%s)",
+				why, len(streams), plural(len(streams), "stream", "streams"), describeStreams(streams), unknown)
 		default:
-			fmt.Fprintf(&b, "; JetStream will start empty because the system account changes, and the streams it holds are unknown (%s)", unknown)
+			fmt.Fprintf(&b, "; JetStream will start empty because %s, and the streams it holds are unknown (%s)", why, unknown)
 		}
 		fmt.Fprintf(&b, ": back them up, then annotate %s=%s", clusterv1beta1.AnnotationRestartAll, clusterv1beta1.RestartAllResetJetStream)
 		if restartAllSet {
@@ -136,6 +137,20 @@ func heldMessage(changes []Change, split bool, servers []string, leavesStreams b
 		}
 	}
 	return b.String()
+}
+
+// resetWhy says why JetStream starts empty after changes that reset it:
+// the first such change's reason.
+func resetWhy(changes []Change) string {
+	for _, c := range changes {
+		switch c.Kind {
+		case ChangeStandalone:
+			return "the standalone server's streams are not in the cluster's meta group (nats-server deletes them as orphans)"
+		case ChangeClusterName:
+			return "the cluster name changes"
+		}
+	}
+	return "the system account changes"
 }
 
 // resets says whether a change of changes leaves JetStream empty.
@@ -154,10 +169,10 @@ func restartAllMessage(servers []string, step *Step) string {
 	msg := fmt.Sprintf("restarting %s together", strings.Join(servers, ", "))
 	if step.ResetJetStream {
 		if len(step.StreamsLeftBehind) == 0 {
-			msg += "; JetStream starts empty because the system account changes"
+			msg += "; JetStream starts empty because " + step.ResetWhy
 		} else {
-			msg += fmt.Sprintf("; JetStream starts empty because the system account changes: %d %s left behind on the volumes (%s)",
-				len(step.StreamsLeftBehind), plural(len(step.StreamsLeftBehind), "stream", "streams"), describeStreams(step.StreamsLeftBehind))
+			msg += fmt.Sprintf("; JetStream starts empty because %s: %d %s left behind on the volumes (%s)",
+				step.ResetWhy, len(step.StreamsLeftBehind), plural(len(step.StreamsLeftBehind), "stream", "streams"), describeStreams(step.StreamsLeftBehind))
 		}
 	}
 	return msg

@@ -424,6 +424,9 @@ func (p *planner) restartAllStep(reset bool, streams []StreamRef) Decision {
 	}
 	step := &Step{Kind: RestartAll, Servers: all, ResetJetStream: reset, AcceptedLoss: lost}
 	if reset {
+		step.ResetWhy = resetWhy(p.changes)
+	}
+	if reset {
 		step.StreamsLeftBehind = streams
 	}
 	p.clear = append(p.clear, clusterv1beta1.AnnotationRestartAll)

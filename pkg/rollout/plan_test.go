@@ -151,7 +151,7 @@ func TestPlan(t *testing.T) {
 			name: "adding auth with restart-all and no streams is one step restarting all three servers together",
 			in:   cluster(3, addAuth, annotate(restartAllKey, "")),
 			want: want{
-				step:   &Step{Kind: RestartAll, Servers: []string{"demo-2", "demo-1", "demo-0"}, ResetJetStream: true},
+				step:   &Step{Kind: RestartAll, Servers: []string{"demo-2", "demo-1", "demo-0"}, ResetJetStream: true, ResetWhy: "the system account changes"},
 				status: metav1.ConditionTrue, reason: clusterv1beta1.ReasonRollingRestart,
 				message: "restarting demo-2, demo-1, demo-0 together; JetStream starts empty because the system account changes",
 				rollout: &clusterv1beta1.RolloutStatus{TargetRevision: newRev, Updated: []string{"demo-2", "demo-1", "demo-0"}},
@@ -178,7 +178,7 @@ func TestPlan(t *testing.T) {
 			name: "adding auth with restart-all=reset-jetstream is one step restarting all three and names the streams left behind",
 			in:   cluster(3, addAuth, annotate(restartAllKey, "reset-jetstream"), streams(orders, events)),
 			want: want{
-				step: &Step{Kind: RestartAll, Servers: []string{"demo-2", "demo-1", "demo-0"}, ResetJetStream: true,
+				step: &Step{Kind: RestartAll, Servers: []string{"demo-2", "demo-1", "demo-0"}, ResetJetStream: true, ResetWhy: "the system account changes",
 					StreamsLeftBehind: []StreamRef{events, orders}},
 				status: metav1.ConditionTrue, reason: clusterv1beta1.ReasonRollingRestart,
 				message: "restarting demo-2, demo-1, demo-0 together; JetStream starts empty because the system account changes: " +
@@ -236,7 +236,7 @@ func TestPlan(t *testing.T) {
 			in: cluster(3, running(func(f *ConfigFacts) { *f = authFacts(opA, sysA) }), target(func(f *ConfigFacts) { *f = authFacts(opB, sysB) }),
 				streams(StreamRef{appA, "ORDERS"}), annotate(restartAllKey, "reset-jetstream")),
 			want: want{
-				step:   &Step{Kind: RestartAll, Servers: []string{"demo-2", "demo-1", "demo-0"}, ResetJetStream: true, StreamsLeftBehind: []StreamRef{{appA, "ORDERS"}}},
+				step:   &Step{Kind: RestartAll, Servers: []string{"demo-2", "demo-1", "demo-0"}, ResetJetStream: true, ResetWhy: "the system account changes", StreamsLeftBehind: []StreamRef{{appA, "ORDERS"}}},
 				status: metav1.ConditionTrue, reason: clusterv1beta1.ReasonRollingRestart,
 				anyRollout: true, clear: []string{restartAllKey}, changes: []ChangeKind{ChangeOperator},
 			},

@@ -420,6 +420,10 @@ type Step struct {
 	// system account changes; the controller emits a JetStreamReset Event
 	// naming StreamsLeftBehind.
 	ResetJetStream bool
+	// ResetWhy says why, with ResetJetStream: "the system account
+	// changes", "the cluster name changes", or the standalone server's
+	// reason.
+	ResetWhy string
 	// StreamsLeftBehind are the streams left on the volumes, unreachable.
 	StreamsLeftBehind []StreamRef
 	// AcceptedLoss are the streams and consumers whose only current copy the

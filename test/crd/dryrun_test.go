@@ -406,6 +406,28 @@ func genSpec(rng *rand.Rand, i int) map[string]any {
 	if ln := genLeafNodes(i); ln != nil {
 		spec["leafnodes"] = ln
 	}
+	if maybe() {
+		ws := map[string]any{"port": pick(int64(8080), int64(443), int64(65535), int64(1)), "noTLS": true}
+		if maybe() {
+			ws["allowedOrigins"] = []any{"https://app.example.com", "http://localhost:3000"}
+		} else if maybe() {
+			ws["sameOrigin"] = true
+		}
+		if maybe() {
+			ws["compression"] = true
+		}
+		spec["websocket"] = ws
+	}
+	if spec["jetstream"] != nil && maybe() {
+		m := map[string]any{"port": pick(int64(1883), int64(8883), int64(65534)), "noTLS": true}
+		if maybe() {
+			m["ackWait"] = pick("1s", "30s", "24h")
+		}
+		if maybe() {
+			m["maxAckPending"] = pick(int64(1), int64(1024), int64(65535))
+		}
+		spec["mqtt"] = m
+	}
 	return map[string]any{
 		"apiVersion": "cluster.nats-operator.io/v1beta1",
 		"kind":       "NatsCluster",

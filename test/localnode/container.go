@@ -307,6 +307,7 @@ func (c *container) runOnce(ctx context.Context) (int, time.Duration, error) {
 		c.setWaiting(reason, msg)
 		return 0, 0, err
 	}
+	env = envPaths(env, c.spec.Env, c.w.rewriter(pod, c.spec, binary))
 	dir := c.w.dir
 	if c.spec.WorkingDir != "" {
 		dir = c.w.rewriter(pod, c.spec, binary).String(c.spec.WorkingDir)

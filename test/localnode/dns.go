@@ -224,7 +224,13 @@ func podLocalhost(ip string) string {
 // a.b.ns and, from a pod of namespace ns, a.b. A name resolves to what the
 // pod's resolver would get first through its search path; the pod's own
 // names are only its own.
-func (v dnsView) hostsFile(ns, ip, hostname, subdomain string) []byte {
+//
+// spec.hostAliases follow the kubelet's lines, as the kubelet writes
+// them, with 127.0.0.1 as the pod's own address (the pod's loopback,
+// as localhost above). A name an alias gives is left out of the cluster
+// DNS lines: the resolver reads the file before asking DNS, so on a real
+// node the alias alone answers it.
+func (v dnsView) hostsFile(ns, ip, hostname, subdomain string, aliases ...corev1.HostAlias) []byte {
 	var b bytes.Buffer
 	b.WriteString(podLocalhost(ip))
 	own := map[string]bool{"localhost": true}
@@ -237,6 +243,22 @@ func (v dnsView) hostsFile(ns, ip, hostname, subdomain string) []byte {
 			fmt.Fprintf(&b, "%s\t%s\n", ip, hostname)
 		}
 		own[hostname] = true
+	}
+	if len(aliases) > 0 {
+		b.WriteString("\n# Entries added by HostAliases.\n")
+		for _, a := range aliases {
+			addr := a.IP
+			if addr == "127.0.0.1" && ip != "" {
+				addr = ip
+			}
+			if len(a.Hostnames) == 0 {
+				continue
+			}
+			fmt.Fprintf(&b, "%s\t%s\n", addr, strings.Join(a.Hostnames, "\t"))
+			for _, h := range a.Hostnames {
+				own[h] = true
+			}
+		}
 	}
 	names := map[string]bool{}
 	for fqdn := range v {
@@ -453,7 +475,7 @@ func (w *podWorker) writeHostsLocked(v dnsView) error {
 		return nil
 	}
 	w.mu.Lock()
-	ip, hostname, subdomain := w.ip, w.pod.Spec.Hostname, w.pod.Spec.Subdomain
+	ip, hostname, subdomain, aliases := w.ip, w.pod.Spec.Hostname, w.pod.Spec.Subdomain, w.pod.Spec.HostAliases
 	w.mu.Unlock()
 	if hostname == "" {
 		hostname = w.name
@@ -461,7 +483,7 @@ func (w *podWorker) writeHostsLocked(v dnsView) error {
 	if len(hostname) > 63 {
 		hostname = hostname[:63]
 	}
-	data := v.hostsFile(w.ns, ip, strings.ToLower(hostname), strings.ToLower(subdomain))
+	data := v.hostsFile(w.ns, ip, strings.ToLower(hostname), strings.ToLower(subdomain), aliases...)
 	if bytes.Equal(data, w.hostsData) {
 		return nil
 	}

@@ -157,3 +157,34 @@ func TestHostsFileListsTheClusterAsThePodsResolverSeesIt(t *testing.T) {
 		t.Errorf("hostsFile of a pod without subdomain:\n%s", plain)
 	}
 }
+
+// spec.hostAliases follow the kubelet's lines, 127.0.0.1 as the pod's own
+// address (its loopback), and a name an alias gives is answered by the
+// alias alone: the cluster DNS lines leave it out.
+func TestHostsFileHasTheHostAliases(t *testing.T) {
+	v := dnsView{
+		"demo.nats.svc.cluster.local":                   {"127.0.0.3"},
+		"demo-0-0.demo-headless.nats.svc.cluster.local": {"127.0.0.2"},
+	}
+	got := string(v.hostsFile("nats", "127.0.0.2", "demo-0-0", "demo-headless",
+		corev1.HostAlias{IP: "127.0.0.1", Hostnames: []string{"demo.nats.svc"}},
+		corev1.HostAlias{IP: "10.1.2.3", Hostnames: []string{"a.example.com", "b.example.com"}}))
+	if !strings.Contains(got, "\n# Entries added by HostAliases.\n127.0.0.2\tdemo.nats.svc\n10.1.2.3\ta.example.com\tb.example.com\n") {
+		t.Errorf("no host alias lines:\n%s", got)
+	}
+	if strings.Count(got, "demo.nats.svc\n")+strings.Count(got, "demo.nats.svc ") != 1 || !strings.Contains(got, "demo.nats.svc.cluster.local") {
+		t.Errorf("demo.nats.svc is not the alias's alone, or the other names went:\n%s", got)
+	}
+}
+
+// Container paths in the values of the container's own env become the
+// local directories behind them; the node's base env is left alone.
+func TestEnvPathsMapsMountPaths(t *testing.T) {
+	r := &rewriter{mounts: map[string]string{"/etc/nats-monitor-ca": "/tmp/pod/volumes/monitor-ca"}}
+	got := envPaths([]string{"PATH=/etc/nats-monitor-ca", "SSL_CERT_FILE=/etc/nats-monitor-ca/ca.crt", "OTHER=/etc/nats-monitor-cab"},
+		[]corev1.EnvVar{{Name: "SSL_CERT_FILE"}, {Name: "OTHER"}}, r)
+	want := []string{"PATH=/etc/nats-monitor-ca", "SSL_CERT_FILE=/tmp/pod/volumes/monitor-ca/ca.crt", "OTHER=/etc/nats-monitor-cab"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("envPaths (-want +got):\n%s", diff)
+	}
+}

@@ -36,7 +36,9 @@
 //     (localhost; the pod's own address, hostname and, with
 //     spec.subdomain, <hostname>.<subdomain>.<ns>.svc.cluster.local), but
 //     localhost is the pod's own address, not 127.0.0.1 (and ::1 is not
-//     localhost): pods share the machine's loopback, and a pod's own
+//     localhost; spec.hostAliases follow, 127.0.0.1 as the pod's own
+//     address too, and a name an alias gives has no cluster DNS line, as
+//     the resolver reads the file first): pods share the machine's loopback, and a pod's own
 //     address is where only its containers listen, as on a real pod's
 //     loopback, so a sidecar reaches its nats-server at
 //     http://localhost:8222 (literal 127.0.0.1 and ::1 are the machine's;
@@ -99,7 +101,8 @@
 //     KUBERNETES_SERVICE_HOST, _PORT and _PORT_HTTPS (the API server's own
 //     address: there is no kube-proxy for the kubernetes Service), envFrom
 //     and env (value, fieldRef, resourceFieldRef, configMapKeyRef,
-//     secretKeyRef) with $(VAR) expansion.
+//     secretKeyRef) with $(VAR) expansion; container mount paths in env
+//     values become the local directories, as in args (SSL_CERT_FILE).
 //
 //   - Gives pods API access as a kubelet does (apiaccess.go): a
 //     serviceAccountToken projection (the kube-api-access-* volume the

@@ -205,6 +205,26 @@ func (w *podWorker) containerEnv(pod *corev1.Pod, c *corev1.Container) ([]string
 	return env, vals, nil
 }
 
+// envPaths maps container mount paths in the values of the container's
+// own env (SSL_CERT_FILE=/etc/nats-monitor-ca/ca.crt) to the local
+// directories behind them, as args are: a program reads the file by the
+// path it is given.
+func envPaths(env []string, spec []corev1.EnvVar, r *rewriter) []string {
+	own := map[string]bool{}
+	for _, e := range spec {
+		own[e.Name] = true
+	}
+	out := make([]string, len(env))
+	for i, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		if own[k] {
+			kv = k + "=" + r.paths(v)
+		}
+		out[i] = kv
+	}
+	return out
+}
+
 // expand replaces $(VAR) with its value, $$(VAR) with $(VAR) and leaves
 // unknown references as they are, as the kubelet does.
 func expand(s string, vals map[string]string) string {

@@ -90,6 +90,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &clusterv1beta1.LocalObjectReferenceApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("MetricsSpec"):
 		return &clusterv1beta1.MetricsSpecApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("MonitoringSpec"):
+		return &clusterv1beta1.MonitoringSpecApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("MQTTSpec"):
+		return &clusterv1beta1.MQTTSpecApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("NatsBackup"):
 		return &clusterv1beta1.NatsBackupApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("NatsBackupSpec"):
@@ -138,6 +142,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &clusterv1beta1.TLSSecretRefApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("VolumeClaimTemplate"):
 		return &clusterv1beta1.VolumeClaimTemplateApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("WebSocketSpec"):
+		return &clusterv1beta1.WebSocketSpecApplyConfiguration{}
 
 		// Group=nats-operator.io, Version=v1beta1
 	case trustv1beta1.SchemeGroupVersion.WithKind("NatsAccountTrust"):

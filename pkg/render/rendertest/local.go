@@ -33,6 +33,10 @@ type Local struct {
 	// LeafPort is where the server listens for leaf connections when its
 	// config has leafnodes.listen.
 	LeafPort int
+	// WebSocketPort and MQTTPort are where the server listens for
+	// WebSocket and MQTT clients when its config has those blocks.
+	WebSocketPort int
+	MQTTPort      int
 	// Dir holds data/ (for /data) and run/ (for /var/run/nats).
 	Dir string
 }
@@ -69,7 +73,11 @@ func LocalizeSuperclusterConfig(cfg []byte, self Local, routes map[string]Local,
 	}
 	hostPort := func(p int) string { return net.JoinHostPort(self.Host, strconv.Itoa(p)) }
 	m["listen"] = hostPort(self.ClientPort)
-	m["http"] = hostPort(self.MonitorPort)
+	if _, ok := m["https"]; ok {
+		m["https"] = hostPort(self.MonitorPort)
+	} else {
+		m["http"] = hostPort(self.MonitorPort)
+	}
 	path := func(p string) string {
 		switch {
 		case strings.HasPrefix(p, render.DataDir):
@@ -163,6 +171,16 @@ func LocalizeSuperclusterConfig(cfg []byte, self Local, routes map[string]Local,
 			ln["listen"] = hostPort(self.LeafPort)
 		}
 	}
+	for block, port := range map[string]int{"websocket": self.WebSocketPort, "mqtt": self.MQTTPort} {
+		if b, ok := m[block].(map[string]any); ok {
+			if port == 0 {
+				return nil, fmt.Errorf("the config has a %s block and %s no %s port", block, self.Dir, block)
+			}
+			b["port"] = port
+			b["host"] = self.Host
+			tlsPaths(b["tls"])
+		}
+	}
 	if js, ok := m["jetstream"].(map[string]any); ok {
 		if p, ok := js["store_dir"].(string); ok {
 			js["store_dir"] = path(p)
@@ -210,13 +228,15 @@ func LocalAddresses(t testing.TB, out *render.Output, namespace, cluster string)
 	routes := make(map[string]Local, len(out.Servers))
 	for i, s := range out.Servers {
 		l := Local{
-			Host:        localHost,
-			ClientPort:  freePort(t),
-			ClusterPort: freePort(t),
-			MonitorPort: freePort(t),
-			GatewayPort: freePort(t),
-			LeafPort:    freePort(t),
-			Dir:         filepath.Join(base, s.Name),
+			Host:          localHost,
+			ClientPort:    freePort(t),
+			ClusterPort:   freePort(t),
+			MonitorPort:   freePort(t),
+			GatewayPort:   freePort(t),
+			LeafPort:      freePort(t),
+			WebSocketPort: freePort(t),
+			MQTTPort:      freePort(t),
+			Dir:           filepath.Join(base, s.Name),
 		}
 		for _, d := range []string{"data", "run"} {
 			if err := os.MkdirAll(filepath.Join(l.Dir, d), 0o755); err != nil {

@@ -29,6 +29,15 @@
 //     under an R3 stream placed in west; and TestJoiningWithAMetaGroupOfItsOwn.
 //     Every gateway case, and every leafnode case of the route and reload
 //     matrices, runs on 2.15.2 and again on 2.15.1 ("(2.15.1)" in its name).
+//   - standalone_matrix_test.go: one JetStream server (rendered standalone,
+//     no cluster block) becoming three and three becoming one
+//     (TestStandaloneServerJoiningACluster): Classify finds exactly
+//     ChangeStandalone; the standalone server's streams are hidden at once
+//     and deleted as orphans 30 s after the meta group recovers, and back
+//     to standalone an R3 stream is not loaded (its files stay).
+//   - The route-compatibility and reload matrices also hold the listener
+//     cases (listenerCases): WebSocket, MQTT and the monitoring port's
+//     HTTPS added, removed and changed side by side and reloaded.
 //   - leader_restart_pause_test.go: a measurement, run only with
 //     -measure-pause (the README quotes it).
 //   - natsproc_test.go, systemuser_probe_test.go, helpers_test.go: the

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nkeys"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nats-operator/nats-operator/internal/pki"
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
@@ -202,7 +203,55 @@ func matrixCases(t testing.TB, tr *matrixTrust) []matrixCase {
 		// neither ("config reload not supported for LameDuckGracePeriod").
 		{"lame duck grace shortened", one(ChangeLameDuck), spec(), spec(rendertest.LameDuck("30s", "1s"))},
 		{"lame duck duration longer", one(ChangeLameDuck), spec(), spec(rendertest.LameDuck("45s", ""))},
-	}, onBothPatchReleases(leafCases(spec))...)
+	}, slices.Concat(onBothPatchReleases(leafCases(spec)), listenerCases(spec, clientTLS))...)
+}
+
+// mqttListener is spec.mqtt over plain TCP with an ack wait (0: unset).
+func mqttListener(ackWait time.Duration) rendertest.ClusterOption {
+	return func(nc *clusterv1beta1.NatsCluster) {
+		nc.Spec.MQTT = &clusterv1beta1.MQTTSpec{Port: 1883, NoTLS: true}
+		if ackWait != 0 {
+			nc.Spec.MQTT.AckWait = &metav1.Duration{Duration: ackWait}
+		}
+	}
+}
+
+// listenerCases are the cases of spec.websocket, spec.mqtt and
+// spec.monitoring: listeners local to each server. What is measured is the
+// servers side by side and reloaded; test/e2e connects WebSocket and MQTT
+// clients.
+func listenerCases(spec func(...rendertest.ClusterOption) matrixSpec, clientTLS func(matrixSpec) matrixSpec) []matrixCase {
+	one := func(k ChangeKind) []ChangeKind { return []ChangeKind{k} }
+	ws := func(port int32, noTLS bool) rendertest.ClusterOption {
+		return func(nc *clusterv1beta1.NatsCluster) {
+			nc.Spec.WebSocket = &clusterv1beta1.WebSocketSpec{Port: port, NoTLS: noTLS}
+		}
+	}
+	mqtt := func(noTLS bool, ackWait time.Duration, maxAckPending int32) rendertest.ClusterOption {
+		return func(nc *clusterv1beta1.NatsCluster) {
+			nc.Spec.MQTT = &clusterv1beta1.MQTTSpec{Port: 1883, NoTLS: noTLS}
+			if ackWait != 0 {
+				nc.Spec.MQTT.AckWait = &metav1.Duration{Duration: ackWait}
+			}
+			if maxAckPending != 0 {
+				nc.Spec.MQTT.MaxAckPending = &maxAckPending
+			}
+		}
+	}
+	monitorTLS := func(nc *clusterv1beta1.NatsCluster) { nc.Spec.Monitoring = &clusterv1beta1.MonitoringSpec{TLS: true} }
+	return []matrixCase{
+		{"add the WebSocket listener", one(ChangeWebSocket), spec(), spec(ws(8080, true))},
+		{"remove the WebSocket listener", one(ChangeWebSocket), spec(ws(8080, true)), spec()},
+		{"another WebSocket port", one(ChangeWebSocket), spec(ws(8080, true)), spec(ws(8081, true))},
+		{"WebSocket over TLS", one(ChangeWebSocket), clientTLS(spec(ws(8080, true))), clientTLS(spec(ws(8080, false)))},
+		{"add the MQTT listener", one(ChangeMQTT), spec(), spec(mqtt(true, 0, 0))},
+		{"remove the MQTT listener", one(ChangeMQTT), spec(mqtt(true, 0, 0)), spec()},
+		{"MQTT over TLS", one(ChangeMQTT), clientTLS(spec(mqtt(true, 0, 0))), clientTLS(spec(mqtt(false, 0, 0)))},
+		{"another MQTT ack wait", one(ChangeMQTTDelivery), spec(mqtt(true, 0, 0)), spec(mqtt(true, time.Minute, 0))},
+		{"another MQTT max ack pending", one(ChangeMQTTDelivery), spec(mqtt(true, 0, 0)), spec(mqtt(true, 0, 100))},
+		{"monitoring over HTTPS", one(ChangeMonitorTLS), clientTLS(spec()), clientTLS(spec(monitorTLS))},
+		{"monitoring back to HTTP", one(ChangeMonitorTLS), clientTLS(spec(monitorTLS)), clientTLS(spec())},
+	}
 }
 
 // leafCases are the cases of spec.leafnodes: a leaf hub's listener, and a
@@ -294,6 +343,10 @@ func classifyRendered(t testing.TB, old, new *render.Output) []ChangeKind {
 	return first
 }
 
+// standaloneCaseKinds are the kinds TestStandaloneServerJoiningACluster
+// (standalone_matrix_test.go) proves.
+var standaloneCaseKinds = []ChangeKind{ChangeStandalone}
+
 // TestRouteCompatibilityMatrixCases checks the cases without starting a
 // server: each renders, Classify finds exactly the kinds the case names, and
 // every change kind the planner knows is the kind of some case (of this
@@ -311,6 +364,9 @@ func TestRouteCompatibilityMatrixCases(t *testing.T) {
 	for _, c := range gatewayCases() {
 		covered = append(covered, c.kinds...)
 	}
+	// One standalone server becoming three changes the number of servers,
+	// which the route-compatibility matrix keeps: its own test measures it.
+	covered = append(covered, standaloneCaseKinds...)
 	for _, k := range ChangeKinds() {
 		if !slices.Contains(covered, k) {
 			t.Errorf("change kind %s is in no case of the route-compatibility matrix or the gateway matrix", k)
@@ -356,7 +412,7 @@ func serverRuns(t testing.TB, spec matrixSpec, out *render.Output, bins map[stri
 			t.Fatalf("localizing %s: %v", s.Name, err)
 		}
 		facts := serverFacts(s)
-		runs[i] = serverRun{Name: s.Name, Binary: bin, Config: cfg, JetStream: facts.JetStream}
+		runs[i] = serverRun{Name: s.Name, Binary: bin, Config: cfg, JetStream: facts.JetStream, MonitorTLS: facts.MonitorTLS}
 		if facts.Operator != "" {
 			runs[i].Creds = tr.appCreds
 		}
@@ -389,6 +445,8 @@ func tlsSpecs() (routeTLS, clientTLS, rotatedRoutes, rotatedClient func(matrixSp
 		f := *matrixTLSFiles
 		f.Verify = false
 		s.tls.Client = &f
+		s.cluster = s.cluster.DeepCopy()
+		s.cluster.Spec.TLS = &clusterv1beta1.ClientTLS{Secret: &clusterv1beta1.TLSSecretRef{Name: f.Secret, CertKey: f.CertKey, KeyKey: f.KeyKey, CAKey: f.CAKey}}
 		return s
 	}
 	rotatedRoutes = func(s matrixSpec) matrixSpec {

@@ -70,6 +70,9 @@ type serverRun struct {
 	// ClientCA is the PEM CA of the servers' client certificate when the
 	// config has client TLS; nil otherwise.
 	ClientCA []byte
+	// MonitorTLS says whether the monitoring port serves HTTPS (with the
+	// client certificate, verified against ClientCA).
+	MonitorTLS bool
 	// Files are written (path: content) just before the server starts:
 	// its TLS material, which the two sides of a case may differ in.
 	Files map[string][]byte
@@ -185,7 +188,14 @@ func (s *natsServer) stop() {
 var httpClient = &http.Client{Timeout: 2 * time.Second}
 
 func (s *natsServer) get(path string) ([]byte, error) {
-	resp, err := httpClient.Get(s.local.MonitorURL() + path)
+	client, base := httpClient, s.local.MonitorURL()
+	if s.running.MonitorTLS {
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM(s.running.ClientCA)
+		client = &http.Client{Timeout: httpClient.Timeout, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+		base = "https://" + strings.TrimPrefix(base, "http://")
+	}
+	resp, err := client.Get(base + path)
 	if err != nil {
 		return nil, err
 	}

@@ -307,6 +307,10 @@ func reloadOnlyCases(t testing.TB) []reloadCase {
 		{matrixCase{"new route certificate, with auth", one(ChangeRouteCertificate), routeTLS(authed(app)), rotatedRoutes(routeTLS(authed(app)))}, withApp, probe},
 		{matrixCase{"new client certificate, with auth", one(ChangeClientCertificate), clientTLS(authed(app)), rotatedClient(clientTLS(authed(app)))}, withApp, probe},
 		{matrixCase{"new route certificate, with the system user", one(ChangeRouteCertificate), routeTLS(sys(spec())), rotatedRoutes(routeTLS(sys(spec())))}, noAuth, reloadProbe{}},
+		// MQTT's delivery settings in operator mode: on a full resolver
+		// every reload breaks the account resolver; on the memory one not.
+		{matrixCase{"another MQTT ack wait, with auth", one(ChangeMQTTDelivery), authed(app, mqttListener(0)), authed(app, mqttListener(time.Minute))}, withApp, probe},
+		{matrixCase{"another MQTT ack wait, memory resolver", one(ChangeMQTTDelivery), authed(app, mem, mqttListener(0)), authed(app, mem, mqttListener(time.Minute))}, withApp, probe},
 	}
 	leaf := matrixCase{"a leaf remote added, with auth", one(ChangeLeafnodeRemotes), authed(app), authed(app, rendertest.LeafNodes(false,
 		clusterv1beta1.LeafNodeRemote{Name: "hub", URLs: []string{"nats://127.0.0.1:1"}, Account: app[0].PublicKey}))}

@@ -136,14 +136,23 @@ const (
 	// supercluster's would be two; leaving, its servers would take the
 	// supercluster's meta group with them. Nothing the controller does
 	// completes it: the message names the way out.
-	ReasonOwnMetaGroup         = "OwnMetaGroup"
-	ReasonTrustNotFound        = "TrustNotFound"
-	ReasonTrustInvalid         = "TrustInvalid"
-	ReasonAccountTrustNotFound = "AccountTrustNotFound"
-	ReasonAccountTrustInvalid  = "AccountTrustInvalid"
-	ReasonCredentialsNotFound  = "CredentialsNotFound"
-	ReasonReconcileFailed      = "ReconcileFailed"
-	ReasonUnsupportedChange    = "UnsupportedChange"
+	ReasonOwnMetaGroup = "OwnMetaGroup"
+	// ReasonStandaloneChangeBlocked: one JetStream server (standalone,
+	// without a cluster block) becoming several, or several becoming one.
+	// A standalone server's streams are not in a cluster's meta group:
+	// nats-server deletes them as orphans 30 s after the cluster forms
+	// (measured on 2.15.2); a standalone server loads no stream of more
+	// than one replica. The restart-all annotation completes it, with
+	// reset-jetstream when streams exist (back them up with a NatsBackup
+	// first and restore them with a NatsRestore after).
+	ReasonStandaloneChangeBlocked = "StandaloneChangeBlocked"
+	ReasonTrustNotFound           = "TrustNotFound"
+	ReasonTrustInvalid            = "TrustInvalid"
+	ReasonAccountTrustNotFound    = "AccountTrustNotFound"
+	ReasonAccountTrustInvalid     = "AccountTrustInvalid"
+	ReasonCredentialsNotFound     = "CredentialsNotFound"
+	ReasonReconcileFailed         = "ReconcileFailed"
+	ReasonUnsupportedChange       = "UnsupportedChange"
 	// ReasonInvalidSpec: a spec the CRD accepted fails a check only the
 	// renderer makes; nothing was written.
 	ReasonInvalidSpec = "InvalidSpec"

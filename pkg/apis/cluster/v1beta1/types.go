@@ -42,7 +42,14 @@ type NatsCluster struct {
 }
 
 // NatsClusterSpec is the desired NATS cluster.
-// +kubebuilder:validation:XValidation:rule="!has(self.jetstream) || self.replicas >= 2",message="JetStream needs at least 2 servers: a single server given the cluster block (its routes naming only itself) waits for JetStream meta peers forever and never becomes ready (measured with nats-server 2.15.2); use replicas 3",fieldPath=".replicas"
+// +kubebuilder:validation:XValidation:rule="!has(self.jetstream) || self.replicas >= 2 || !has(self.gateway)",message="a single JetStream server runs standalone, without the cluster block a supercluster's shared JetStream needs: use replicas 3 with spec.gateway",fieldPath=".replicas"
+// +kubebuilder:validation:XValidation:rule="!has(self.websocket) || (has(self.websocket.noTLS) && self.websocket.noTLS) || has(self.tls)",message="spec.websocket serves wss:// with the client certificate: set spec.tls, or websocket.noTLS behind a proxy that terminates TLS",fieldPath=".websocket"
+// +kubebuilder:validation:XValidation:rule="!has(self.mqtt) || (has(self.mqtt.noTLS) && self.mqtt.noTLS) || has(self.tls)",message="spec.mqtt requires TLS with the client certificate: set spec.tls, or mqtt.noTLS for MQTT over plain TCP",fieldPath=".mqtt"
+// +kubebuilder:validation:XValidation:rule="!has(self.mqtt) || has(self.jetstream)",message="spec.mqtt needs spec.jetstream: nats-server keeps MQTT sessions and QoS 1 and 2 messages in JetStream streams",fieldPath=".mqtt"
+// +kubebuilder:validation:XValidation:rule="!has(self.monitoring) || !has(self.monitoring.tls) || !self.monitoring.tls || has(self.tls)",message="spec.monitoring.tls serves HTTPS with the client certificate: set spec.tls",fieldPath=".monitoring.tls"
+// +kubebuilder:validation:XValidation:rule="!has(self.websocket) || !(self.websocket.port in [4222, 6222, 7222, 7422, 7777, 8222])",message="spec.websocket.port must differ from the servers' other ports (4222, 6222, 7222, 7422, 7777, 8222)",fieldPath=".websocket.port"
+// +kubebuilder:validation:XValidation:rule="!has(self.mqtt) || !(self.mqtt.port in [4222, 6222, 7222, 7422, 7777, 8222])",message="spec.mqtt.port must differ from the servers' other ports (4222, 6222, 7222, 7422, 7777, 8222)",fieldPath=".mqtt.port"
+// +kubebuilder:validation:XValidation:rule="!has(self.websocket) || !has(self.mqtt) || self.websocket.port != self.mqtt.port",message="spec.websocket.port and spec.mqtt.port must differ",fieldPath=".mqtt.port"
 // +kubebuilder:validation:XValidation:rule="!has(self.resources) || (!has(self.resources.limits) && !has(self.resources.requests)) || !has(self.podTemplate) || !has(self.podTemplate.spec) || !has(self.podTemplate.spec.containers) || self.podTemplate.spec.containers.all(c, c.name != 'nats' || !has(c.resources))",message="the nats container's resources are set either in spec.resources or in spec.podTemplate.spec.containers[name=nats].resources, not both",fieldPath=".podTemplate.spec.containers"
 type NatsClusterSpec struct {
 	// version is the nats-server version every server runs, a semantic
@@ -62,7 +69,8 @@ type NatsClusterSpec struct {
 	Image ImageSpec `json:"image,omitempty"`
 
 	// replicas is the number of servers, at least 1. Servers are named
-	// <name>-0 to <name>-(replicas-1).
+	// <name>-0 to <name>-(replicas-1). One server with JetStream runs
+	// standalone: nats-server's config has no cluster block.
 	// +required
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=99
@@ -158,6 +166,20 @@ type NatsClusterSpec struct {
 	// time.
 	// +optional
 	LameDuck *LameDuckSpec `json:"lameDuck,omitempty"`
+
+	// websocket, when present, makes every server accept NATS clients over
+	// WebSocket.
+	// +optional
+	WebSocket *WebSocketSpec `json:"websocket,omitempty"`
+
+	// mqtt, when present, makes every server accept MQTT clients; it needs
+	// jetstream.
+	// +optional
+	MQTT *MQTTSpec `json:"mqtt,omitempty"`
+
+	// monitoring is the servers' monitoring port.
+	// +optional
+	Monitoring *MonitoringSpec `json:"monitoring,omitempty"`
 }
 
 // LameDuckSpec is nats-server's lame duck mode. On the lame duck signal a

@@ -35,7 +35,8 @@ type NatsClusterSpecApplyConfiguration struct {
 	// image is where the nats-server image comes from.
 	Image *ImageSpecApplyConfiguration `json:"image,omitempty"`
 	// replicas is the number of servers, at least 1. Servers are named
-	// <name>-0 to <name>-(replicas-1).
+	// <name>-0 to <name>-(replicas-1). One server with JetStream runs
+	// standalone: nats-server's config has no cluster block.
 	Replicas *int32 `json:"replicas,omitempty"`
 	// resources are the container resources of nats-server: cpu, memory and
 	// ephemeral-storage, each request no larger than its limit. With
@@ -86,6 +87,14 @@ type NatsClusterSpecApplyConfiguration struct {
 	// reloads neither setting, so a change restarts the servers one at a
 	// time.
 	LameDuck *LameDuckSpecApplyConfiguration `json:"lameDuck,omitempty"`
+	// websocket, when present, makes every server accept NATS clients over
+	// WebSocket.
+	WebSocket *WebSocketSpecApplyConfiguration `json:"websocket,omitempty"`
+	// mqtt, when present, makes every server accept MQTT clients; it needs
+	// jetstream.
+	MQTT *MQTTSpecApplyConfiguration `json:"mqtt,omitempty"`
+	// monitoring is the servers' monitoring port.
+	Monitoring *MonitoringSpecApplyConfiguration `json:"monitoring,omitempty"`
 }
 
 // NatsClusterSpecApplyConfiguration constructs a declarative configuration of the NatsClusterSpec type for use with
@@ -225,5 +234,29 @@ func (b *NatsClusterSpecApplyConfiguration) WithLeafNodes(value *LeafNodesSpecAp
 // If called multiple times, the LameDuck field is set to the value of the last call.
 func (b *NatsClusterSpecApplyConfiguration) WithLameDuck(value *LameDuckSpecApplyConfiguration) *NatsClusterSpecApplyConfiguration {
 	b.LameDuck = value
+	return b
+}
+
+// WithWebSocket sets the WebSocket field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the WebSocket field is set to the value of the last call.
+func (b *NatsClusterSpecApplyConfiguration) WithWebSocket(value *WebSocketSpecApplyConfiguration) *NatsClusterSpecApplyConfiguration {
+	b.WebSocket = value
+	return b
+}
+
+// WithMQTT sets the MQTT field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the MQTT field is set to the value of the last call.
+func (b *NatsClusterSpecApplyConfiguration) WithMQTT(value *MQTTSpecApplyConfiguration) *NatsClusterSpecApplyConfiguration {
+	b.MQTT = value
+	return b
+}
+
+// WithMonitoring sets the Monitoring field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Monitoring field is set to the value of the last call.
+func (b *NatsClusterSpecApplyConfiguration) WithMonitoring(value *MonitoringSpecApplyConfiguration) *NatsClusterSpecApplyConfiguration {
+	b.Monitoring = value
 	return b
 }
