@@ -183,15 +183,22 @@ func clusterOf(ctx context.Context, t *testing.T, s *framework.Stack, n int64, e
 func createStreamOn(ctx context.Context, t *testing.T, conn *nats.Conn, js jetstream.JetStream, name string, servers []string) string {
 	t.Helper()
 	cfg := jetstream.StreamConfig{Name: name, Subjects: []string{name + ".>"}, Replicas: 3, Storage: jetstream.FileStorage, Duplicates: 10 * time.Minute}
+	// Each info request has a deadline of its own and is asked again: a
+	// STREAM.INFO right after a leader stepdown was once never answered,
+	// and with the test's context alone the test waited 20 minutes (CI).
 	info := func() *jetstream.StreamInfo {
-		st, err := js.Stream(ctx, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		i, err := st.Info(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+		t.Helper()
+		var i *jetstream.StreamInfo
+		poll.Eventually(t, time.Minute, 250*time.Millisecond, "the info of stream "+name, func() error {
+			ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			st, err := js.Stream(ictx, name)
+			if err != nil {
+				return err
+			}
+			i = st.CachedInfo()
+			return nil
+		})
 		return i
 	}
 	for range 20 {
@@ -221,14 +228,17 @@ func createStreamOn(ctx context.Context, t *testing.T, conn *nats.Conn, js jetst
 			return fmt.Errorf("not yet led by %s (%v)", target, err)
 		})
 		cfg.Replicas = 1
-		if _, err := js.UpdateStream(ctx, cfg); err != nil {
-			t.Fatalf("scaling %s to R1: %v", name, err)
-		}
-		poll.Eventually(t, 30*time.Second, 250*time.Millisecond, name+" R1 on "+target, func() error {
-			if i := info(); i.Cluster == nil || i.Cluster.Leader != target || len(i.Cluster.Replicas) != 0 {
-				return fmt.Errorf("%+v", i.Cluster)
+		// Each update too: asked again until the stream is R1.
+		poll.Eventually(t, time.Minute, 250*time.Millisecond, name+" R1 on "+target, func() error {
+			if i := info(); i.Cluster != nil && i.Cluster.Leader == target && len(i.Cluster.Replicas) == 0 && i.Config.Replicas == 1 {
+				return nil
 			}
-			return nil
+			uctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			if _, err := js.UpdateStream(uctx, cfg); err != nil {
+				return fmt.Errorf("scaling %s to R1: %w", name, err)
+			}
+			return fmt.Errorf("%s asked to scale to R1", name)
 		})
 		return target
 	}
