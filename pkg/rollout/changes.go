@@ -102,11 +102,11 @@ type ChangeKind string
 
 // The change kinds, in the order Changes lists them.
 const (
-	ChangeAddAuth         ChangeKind = "AddAuth"
-	ChangeRemoveAuth      ChangeKind = "RemoveAuth"
-	ChangeOperator        ChangeKind = "Operator"
-	ChangeSystemAccount   ChangeKind = "SystemAccount"
-	ChangeClusterName     ChangeKind = "ClusterName"
+	ChangeAddAuth       ChangeKind = "AddAuth"
+	ChangeRemoveAuth    ChangeKind = "RemoveAuth"
+	ChangeOperator      ChangeKind = "Operator"
+	ChangeSystemAccount ChangeKind = "SystemAccount"
+	ChangeClusterName   ChangeKind = "ClusterName"
 	// ChangeStandalone is one JetStream server running standalone (no
 	// cluster block, no cluster name) becoming a cluster, or a cluster
 	// becoming one standalone server (spec.replicas 1 <-> more, with
@@ -118,7 +118,7 @@ const (
 	// ("replicas > 1 not supported in non-clustered mode"). So it is
 	// held, and restart-all completes it with reset-jetstream when streams
 	// exist.
-	ChangeStandalone ChangeKind = "Standalone"
+	ChangeStandalone      ChangeKind = "Standalone"
 	ChangeJetStreamDomain ChangeKind = "JetStreamDomain"
 	// ChangeJetStreamDomainAddRemove is a domain added or removed: nats-server
 	// treats an empty domain as the same as any (sameDomain in events.go).
