@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -27,6 +28,7 @@ import (
 	"github.com/nats-operator/nats-operator/pkg/controller"
 	"github.com/nats-operator/nats-operator/pkg/controller/backups"
 	versioned "github.com/nats-operator/nats-operator/pkg/generated/clientset/versioned"
+	"github.com/nats-operator/nats-operator/pkg/render"
 )
 
 type options struct {
@@ -46,11 +48,16 @@ type options struct {
 	controllerNamespace string
 	healthAddr          string
 	metricsAddr         string
+	metricsSecure       bool
+	metricsCertDir      string
+	workerStallTimeout  time.Duration
 	resync              time.Duration
 	qps                 float64
 	burst               int
 	jobImage            string
 	backupWorkers       int
+	podTemplatePolicy   string
+	allowedImages       string
 }
 
 func main() {
@@ -70,6 +77,9 @@ func main() {
 	flag.DurationVar(&o.retryPeriod, "leader-elect-retry-period", 2*time.Second, "How often the leader renews the Lease (one API write each: the only writes of a controller at rest) and a standby tries to take it.")
 	flag.StringVar(&o.healthAddr, "health-addr", ":8081", "Address serving /healthz and /readyz.")
 	flag.StringVar(&o.metricsAddr, "metrics-addr", ":8080", "Address serving /metrics. Empty disables it.")
+	flag.BoolVar(&o.metricsSecure, "metrics-secure", true, "Serve /metrics over HTTPS to the bearer tokens the API server authenticates (TokenReview) and authorizes to get /metrics (SubjectAccessReview; the ClusterRole nats-operator-metrics-reader). false: plain HTTP to anyone.")
+	flag.StringVar(&o.metricsCertDir, "metrics-cert-dir", "", "Directory with the metrics serving certificate and key (tls.crt, tls.key: a kubernetes.io/tls Secret mounted; re-read when they change). Empty: a self-signed certificate made at start.")
+	flag.DurationVar(&o.workerStallTimeout, "worker-stall-timeout", controller.DefaultWorkerStallTimeout, "/healthz fails when a sync has run this long, or NatsClusters are queued and no worker took or finished one for this long, while this replica leads. 0 or less: never.")
 	flag.DurationVar(&o.resync, "resync", 10*time.Minute, "Informer resync period.")
 	flag.Float64Var(&o.qps, "kube-api-qps", 50, "Requests per second to the Kubernetes API (client-side limit; the API server's priority and fairness protects it as well).")
 	flag.IntVar(&o.burst, "kube-api-burst", 100, "Burst of requests to the Kubernetes API above --kube-api-qps.")
@@ -84,6 +94,10 @@ func main() {
 	flag.StringVar(&o.controllerNamespace, "controller-namespace", "", "Namespace the controller runs in: every cluster's NetworkPolicy admits the monitoring port from it. Empty: the pod's namespace (POD_NAMESPACE), else "+controller.DefaultControllerNamespace+".")
 	flag.StringVar(&o.jobImage, "job-image", backups.DefaultImage, "Image of the Jobs that back up and restore streams (NatsBackup, NatsRestore): this controller's own image, which runs `nats-operator backup` and `nats-operator restore`.")
 	flag.IntVar(&o.backupWorkers, "backup-workers", 1, "Number of NatsBackups and NatsRestores synced in parallel.")
+	flag.StringVar(&o.podTemplatePolicy, "pod-template-policy", render.PodTemplatePolicyRestricted,
+		"What a NatsCluster may ask of its servers' pods. restricted: no other ServiceAccount, images only from --pod-template-allowed-images, no Secret (volume or env), claim, CSI, hostPath, ephemeral or service account token volume; a cluster asking more is held InvalidSpec. any: every podTemplate the CRD accepts, so creating a NatsCluster equals pods/create in its namespace.")
+	flag.StringVar(&o.allowedImages, "pod-template-allowed-images", strings.Join(render.DefaultAllowedImages(), ","),
+		"Under --pod-template-policy=restricted, the images a NatsCluster may run (spec.image, spec.metrics.image, podTemplate sidecars), comma-separated: image repositories (any tag or digest) or prefixes ending in /.")
 	flag.Parse()
 	if o.controllerNamespace == "" {
 		o.controllerNamespace = os.Getenv("POD_NAMESPACE")
@@ -108,6 +122,10 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 
 func run(ctx context.Context, o options) error {
 	logger := klog.FromContext(ctx)
+	policy, err := render.ParsePodTemplatePolicy(o.podTemplatePolicy, o.allowedImages)
+	if err != nil {
+		return err
+	}
 	cfg, err := restConfig(o.kubeconfig)
 	if err != nil {
 		return fmt.Errorf("building the client config: %w", err)
@@ -143,6 +161,8 @@ func run(ctx context.Context, o options) error {
 		KubeClient: kubeClient, NatsClient: natsClient, Informers: inf.Informers, Dynamic: dyn, Metrics: metrics,
 		ControllerNamespace: o.controllerNamespace, ReloadTimeout: o.reloadTimeout, RestRequeue: o.restRequeue, SystemUserLifetime: o.systemUserLifetime,
 		PauseBeforeStep: o.pauseBeforeStep, LeaseNamespace: leaseNamespace(o),
+		PodTemplatePolicy:  policy,
+		WorkerStallTimeout: stallTimeout(o.workerStallTimeout),
 	})
 
 	bctrl := backups.New(ctx, backups.Options{KubeClient: kubeClient, NatsClient: natsClient, Informers: inf.Informers,
@@ -164,16 +184,14 @@ func run(ctx context.Context, o options) error {
 	leaderHealth := leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
 	servers := []*http.Server{healthServer(o.healthAddr, leaderHealth, ctrl)}
 	if o.metricsAddr != "" {
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-		servers = append(servers, &http.Server{Addr: o.metricsAddr, Handler: mux, ReadHeaderTimeout: 5 * time.Second})
+		ms, err := metricsServer(o.metricsAddr, o.metricsSecure, o.metricsCertDir, kubeClient, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		if err != nil {
+			return err
+		}
+		servers = append(servers, ms)
 	}
 	for _, s := range servers {
-		go func() {
-			if err := s.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				logger.Error(err, "Serving HTTP failed", "addr", s.Addr)
-			}
-		}()
+		go serve(ctx, s)
 	}
 	defer func() {
 		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -283,6 +301,10 @@ func healthServer(addr string, leader *leaderelection.HealthzAdaptor, ctrl *cont
 			http.Error(w, "leader election: "+err.Error(), http.StatusInternalServerError)
 			return
 		}
+		if err := ctrl.Healthy(time.Now()); err != nil {
+			http.Error(w, "workers: "+err.Error(), http.StatusInternalServerError)
+			return
+		}
 		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
@@ -311,4 +333,13 @@ func leaseNamespace(o options) string {
 		ns = "nats-system"
 	}
 	return ns
+}
+
+// stallTimeout is --worker-stall-timeout for controller.Options: 0 there
+// means the default, so 0 or less here (never) is passed as negative.
+func stallTimeout(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
 }

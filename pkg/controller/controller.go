@@ -33,6 +33,7 @@ import (
 	clusterinformers "github.com/nats-operator/nats-operator/pkg/generated/informers/externalversions/cluster/v1beta1"
 	trustinformers "github.com/nats-operator/nats-operator/pkg/generated/informers/externalversions/trust/v1beta1"
 	"github.com/nats-operator/nats-operator/pkg/observe"
+	"github.com/nats-operator/nats-operator/pkg/render"
 )
 
 // QueueName names the workqueue; its metrics carry name="natscluster".
@@ -123,11 +124,16 @@ type Controller struct {
 	restRequeue time.Duration
 	// pauseBeforeStep: Options.PauseBeforeStep.
 	pauseBeforeStep time.Duration
+	// podTemplatePolicy: Options.PodTemplatePolicy.
+	podTemplatePolicy render.PodTemplatePolicy
 	// controllerNamespace is where the controller runs
 	// (Options.ControllerNamespace): NetworkPolicies admit monitoring from it.
 	controllerNamespace string
 	// leaseNamespace is where the supercluster Lease lives.
 	leaseNamespace string
+
+	// health tells /healthz whether the workers still make progress.
+	health *WorkerHealth
 
 	// cachesSynced is set once every informer has synced (for /readyz).
 	cachesSynced sync.Once
@@ -170,6 +176,16 @@ type Options struct {
 	// it, logging "Pausing before the step", so a test can inject a fault
 	// (a drain) between the observation and the step. 0 in production.
 	PauseBeforeStep time.Duration
+	// PodTemplatePolicy is what a NatsCluster may ask of its pods
+	// (--pod-template-policy, --pod-template-allowed-images): a cluster it
+	// does not allow is held InvalidSpec naming the field, nothing written.
+	// The zero value allows everything the CRD accepts (policy "any");
+	// cmd/nats-operator defaults to "restricted".
+	PodTemplatePolicy render.PodTemplatePolicy
+	// WorkerStallTimeout is how long the workers may make no progress
+	// while NatsClusters wait before Healthy fails (0:
+	// DefaultWorkerStallTimeout; negative: never; --worker-stall-timeout).
+	WorkerStallTimeout time.Duration
 }
 
 // New builds a controller from o and registers its event handlers.
@@ -197,6 +213,7 @@ func New(ctx context.Context, o Options) *Controller {
 		reloadTimeout:       cmp.Or(o.ReloadTimeout, DefaultReloadTimeout),
 		restRequeue:         cmp.Or(o.RestRequeue, DefaultRestRequeue),
 		pauseBeforeStep:     o.PauseBeforeStep,
+		podTemplatePolicy:   o.PodTemplatePolicy,
 		synced: []cache.InformerSynced{
 			inf.Clusters.Informer().HasSynced, inf.OperatorTrusts.Informer().HasSynced,
 			inf.AccountTrusts.Informer().HasSynced, inf.StatefulSets.Informer().HasSynced,
@@ -214,6 +231,7 @@ func New(ctx context.Context, o Options) *Controller {
 		observer: observe.New(observe.Options{Name: "nats-operator"}),
 		ready:    make(chan struct{}),
 	}
+	c.health = NewWorkerHealth(cmp.Or(o.WorkerStallTimeout, DefaultWorkerStallTimeout), c.queue.Len)
 
 	logger.V(4).Info("Setting up event handlers")
 	handle := func(informer cache.SharedIndexInformer, fn func(obj interface{})) {
@@ -251,6 +269,9 @@ func New(ctx context.Context, o Options) *Controller {
 // Ready is closed once every informer cache has synced.
 func (c *Controller) Ready() <-chan struct{} { return c.ready }
 
+// Healthy returns why the workers are wedged (WorkerHealth), or nil.
+func (c *Controller) Healthy(now time.Time) error { return c.health.Check(now) }
+
 // WaitForCacheSync blocks until the caches have synced or ctx ends; it
 // reports whether they synced.
 func (c *Controller) WaitForCacheSync(ctx context.Context) bool {
@@ -272,6 +293,8 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		return fmt.Errorf("failed to wait for caches to sync")
 	}
 	logger.Info("Starting workers", "count", workers)
+	c.health.WorkersStarted(time.Now())
+	defer c.health.WorkersStopped()
 	var wg sync.WaitGroup
 	for i := 0; i < workers; i++ {
 		wg.Add(1)
@@ -329,6 +352,8 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 		return false
 	}
 	defer c.queue.Done(key)
+	token := c.health.SyncStarted(time.Now())
+	defer func() { c.health.SyncFinished(token, time.Now()) }()
 
 	logger := klog.LoggerWithValues(klog.FromContext(ctx), "natscluster", key.String())
 	syncCtx, cancel := drainContext(klog.NewContext(ctx, logger), DrainTimeout)

@@ -54,6 +54,9 @@ type decideOptions struct {
 	controllerNamespace string
 	// reloadTimeout: how long a reload may go unconfirmed.
 	reloadTimeout time.Duration
+	// podTemplatePolicy: what a cluster may ask of its pods; render
+	// refuses the rest (InvalidSpec).
+	podTemplatePolicy render.PodTemplatePolicy
 	// now is the time of the sync.
 	now metav1.Time
 }
@@ -77,7 +80,8 @@ func decide(f *facts, snap *observe.Snapshot, o decideOptions) plan {
 // fresh system user gather made is used (render.Input.FreshSystemUser);
 // when it is, its Secret goes into p, to be created first.
 func renderTarget(f *facts, o decideOptions, p *plan) (*render.Output, *rollout.Blocked) {
-	in := render.Input{Cluster: f.nc, Trust: f.trust, ControllerNamespace: o.controllerNamespace, TLS: f.tls, Running: f.running(), Now: o.now.Time}
+	in := render.Input{Cluster: f.nc, Trust: f.trust, ControllerNamespace: o.controllerNamespace, TLS: f.tls, Running: f.running(), Now: o.now.Time,
+		PodTemplatePolicy: o.podTemplatePolicy}
 	if f.systemUser != nil {
 		in.SystemUser = f.systemUser.render
 		p.systemUserSecret = f.upgradedSystemUser

@@ -195,7 +195,7 @@ func (c *Controller) objectsWritten(status *clusterv1beta1.NatsClusterStatus, nc
 
 // decideOptions are the controller's settings for decide at now.
 func (c *Controller) decideOptions(now metav1.Time) decideOptions {
-	return decideOptions{controllerNamespace: c.controllerNamespace, reloadTimeout: c.reloadTimeout, now: now}
+	return decideOptions{controllerNamespace: c.controllerNamespace, reloadTimeout: c.reloadTimeout, podTemplatePolicy: c.podTemplatePolicy, now: now}
 }
 
 // clientScheme is tls with client TLS, else nats.

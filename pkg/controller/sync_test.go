@@ -73,6 +73,8 @@ type fixture struct {
 	requeue time.Duration
 	// systemUserLifetime is Options.SystemUserLifetime (0: the default).
 	systemUserLifetime time.Duration
+	// podTemplatePolicy is Options.PodTemplatePolicy (zero: any).
+	podTemplatePolicy render.PodTemplatePolicy
 
 	kube     *k8sfake.Clientset
 	nats     *natsfake.Clientset
@@ -112,7 +114,8 @@ func (f *fixture) sync() []core.Action {
 	ki := kubeinformers.NewSharedInformerFactory(f.kube, 0)
 	ni := natsinformers.NewSharedInformerFactory(f.nats, 0)
 	inf := testInformers(ki, ni)
-	c := New(ctx, Options{KubeClient: f.kube, NatsClient: f.nats, Informers: inf, Metrics: NewMetrics(prometheus.NewRegistry()), SystemUserLifetime: f.systemUserLifetime})
+	c := New(ctx, Options{KubeClient: f.kube, NatsClient: f.nats, Informers: inf, Metrics: NewMetrics(prometheus.NewRegistry()), SystemUserLifetime: f.systemUserLifetime,
+		PodTemplatePolicy: f.podTemplatePolicy})
 	f.recorder = record.NewFakeRecorder(100)
 	c.recorder = f.recorder
 	c.observer = fakeObserver{f.snap}

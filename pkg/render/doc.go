@@ -20,6 +20,15 @@
 // is rendered. Whether the system credentials Secret exists changes no
 // rendered object, so it is not an input: the controller checks it.
 //
+// Input.PodTemplatePolicy is the controller's pod template policy
+// (--pod-template-policy, policy.go): under PodTemplatePolicyRestricted a
+// podTemplate naming another ServiceAccount, a Secret, claim, CSI,
+// hostPath, ephemeral or token volume, or an env var from a Secret, or an
+// image (sidecar, spec.image, spec.metrics.image) off the allow-list, is a
+// *SpecError naming the field and the policy, checked against each
+// server's pod before the podTemplate is merged; nothing is rendered. The
+// zero value (PodTemplatePolicyAny) checks nothing.
+//
 // SystemUser is the controller's user of the built-in system account $SYS,
 // for clusters without spec.auth (Render refuses one with it): every
 // server's config then has an accounts block with that one user and its

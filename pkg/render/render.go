@@ -66,6 +66,11 @@ type Input struct {
 	// JWTs (CheckJWTCurrent, Output.TrustExpiring): render never reads the
 	// clock. Zero skips those checks.
 	Now time.Time
+	// PodTemplatePolicy is the controller's pod template policy
+	// (--pod-template-policy): a cluster it does not allow gives a
+	// *SpecError naming the field and the policy, and nothing is rendered.
+	// The zero value allows everything the CRD accepts.
+	PodTemplatePolicy PodTemplatePolicy
 }
 
 // DefaultControllerNamespace is where the manifests install the controller.
@@ -255,7 +260,7 @@ func renderObjects(in Input) (*Output, error) {
 		if err != nil {
 			return nil, fmt.Errorf("render: encoding the config of %s: %w", ServerName(nc.Name, i), err)
 		}
-		sts, err := statefulSet(nc, i, "", in.TLS, leafCredentials)
+		sts, err := statefulSet(nc, i, "", in.TLS, leafCredentials, in.PodTemplatePolicy)
 		if err != nil {
 			return nil, err
 		}

@@ -22,8 +22,9 @@ const (
 // statefulSet renders one server's StatefulSet, with the revision annotation
 // set to rev ("" while the revision is being computed). Fields the API
 // server would default are set to those defaults, so that the StatefulSet
-// read back compares equal (apiequality.Semantic) to the rendered one.
-func statefulSet(nc *clusterv1beta1.NatsCluster, ordinal int32, rev string, tls TLS, leafCredentials bool) (*appsv1.StatefulSet, error) {
+// read back compares equal (apiequality.Semantic) to the rendered one. A
+// cluster the pod template policy does not allow gives its *SpecError.
+func statefulSet(nc *clusterv1beta1.NatsCluster, ordinal int32, rev string, tls TLS, leafCredentials bool, policy PodTemplatePolicy) (*appsv1.StatefulSet, error) {
 	name := ServerName(nc.Name, ordinal)
 	spec := &nc.Spec
 	labels := ServerLabels(nc.Name, ordinal)
@@ -162,6 +163,11 @@ func statefulSet(nc *clusterv1beta1.NatsCluster, ordinal int32, rev string, tls 
 			},
 			VolumeClaimTemplates: claims,
 		},
+	}
+	// The policy first, against the pod as rendered: what it refuses is
+	// named as the policy's, whatever else the merge would say.
+	if err := policy.check(spec, &sts.Spec.Template.Spec); err != nil {
+		return nil, err
 	}
 	if err := applyPodTemplate(spec, &sts.Spec.Template); err != nil {
 		return nil, err

@@ -100,9 +100,11 @@ func testInstall(ctx context.Context, t *testing.T, s *framework.Stack, ns strin
 					return fmt.Errorf("%s: %d %q %v", p, code, body, err)
 				}
 			}
-			_, body, err := framework.Get("http://" + ip + ":8080/metrics")
-			if err != nil {
-				return err
+			// HTTPS, the token reviewed by the API server: the install
+			// lets the controller ask (manifests/rbac/metrics_auth.yaml).
+			code, body, err := framework.GetWithToken("https://"+ip+":8080/metrics", s.Env.AdminToken)
+			if err != nil || code != 200 {
+				return fmt.Errorf("/metrics: %d %q %v", code, body, err)
 			}
 			if _, ok := framework.SumMetric(body, "workqueue_depth", `name="natscluster"`); !ok {
 				return errors.New("workqueue_depth{name=\"natscluster\"} not exposed")

@@ -27,8 +27,9 @@ import (
 // withPodTemplate is the example cluster with a podTemplate: a toleration
 // of the node's taint, a nodeSelector matching the node, the nats
 // container's resources (moved from spec.resources) and an extra env var,
-// and a sidecar (sleep, found on the host, as the local node runs
-// non-NATS images).
+// and a sidecar (sleep, which nats's alpine image has; the local node runs
+// it from the host). The sidecar's image is one the controller's default
+// pod template policy (restricted) allows.
 func withPodTemplate(o *unstructured.Unstructured) {
 	if o.GetKind() != "NatsCluster" {
 		return
@@ -43,7 +44,7 @@ func withPodTemplate(o *unstructured.Unstructured) {
 				map[string]any{"name": "nats",
 					"env":       []any{map[string]any{"name": "TEAM", "value": "messaging"}},
 					"resources": map[string]any{"requests": map[string]any{"cpu": "100m", "memory": "256Mi"}, "limits": map[string]any{"memory": "1Gi"}}},
-				map[string]any{"name": "sidecar", "image": "busybox:1.37", "command": []any{"sleep", "infinity"}},
+				map[string]any{"name": "sidecar", "image": "nats:2.15.2-alpine", "command": []any{"sleep", "infinity"}},
 			},
 		},
 	}, "spec", "podTemplate")

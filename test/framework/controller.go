@@ -3,6 +3,7 @@ package framework
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -93,7 +94,11 @@ type Controller struct {
 	Kubeconfig string
 	LogPath    string
 	HealthURL  string
-	MetricsURL string
+	// MetricsURL is https://<addr>/metrics, served with a self-signed
+	// certificate to the tokens the API server authorizes (Metric sends
+	// MetricsToken).
+	MetricsURL   string
+	MetricsToken string
 
 	mu  sync.Mutex
 	cmd *exec.Cmd
@@ -169,7 +174,9 @@ func newController(ctx context.Context, env *testenv.Env, dir, bin string, extra
 		Kubeconfig: kubeconfig,
 		LogPath:    filepath.Join(dir, "controller.log"),
 		HealthURL:  "http://" + health,
-		MetricsURL: "http://" + metrics + "/metrics",
+		MetricsURL: "https://" + metrics + "/metrics",
+		// The administrator (system:masters) may get /metrics.
+		MetricsToken: env.AdminToken,
 		args: append([]string{
 			"--kubeconfig", kubeconfig,
 			"--leader-elect=true", "--leader-elect-namespace=nats-system",
@@ -249,11 +256,36 @@ func Get(url string) (int, string, error) {
 // contains every given label (e.g. `name="natscluster"`), and whether any
 // sample matched.
 func (c *Controller) Metric(name string, labels ...string) (float64, bool) {
-	_, body, err := Get(c.MetricsURL)
-	if err != nil {
+	code, body, err := GetWithToken(c.MetricsURL, c.MetricsToken)
+	if err != nil || code != http.StatusOK {
 		return 0, false
 	}
 	return SumMetric(body, name, labels...)
+}
+
+// GetWithToken is Get over HTTPS without verifying the server's
+// certificate (the controller's metrics certificate is self-signed, as
+// Prometheus' insecure_skip_verify scrapes it), with token as the
+// Authorization: Bearer header when not empty.
+func GetWithToken(url, token string) (int, string, error) {
+	c := http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the controller's self-signed metrics certificate
+	}}
+	defer c.CloseIdleConnections()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return 0, "", err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), nil
 }
 
 // SumMetric parses Prometheus text exposition and sums matching samples.

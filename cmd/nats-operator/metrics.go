@@ -1,0 +1,190 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authentication/authenticatorfactory"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+
+	"github.com/nats-operator/nats-operator/internal/pki"
+)
+
+// Files of --metrics-cert-dir: a kubernetes.io/tls Secret's keys (a
+// cert-manager Certificate's Secret mounted as a volume).
+const (
+	metricsCertFile = "tls.crt"
+	metricsKeyFile  = "tls.key"
+)
+
+// metricsServer serves /metrics on addr. Secure (the default), it is
+// HTTPS and each request is authenticated and authorized by the API
+// server, as Kubernetes components delegate it (k8s.io/apiserver): the
+// bearer token by a TokenReview, then `get` on the non-resource URL
+// /metrics by a SubjectAccessReview (the ClusterRole
+// nats-operator-metrics-reader grants it). 401 without a valid token, 403
+// without the right. Both answers are cached for a minute (a denial for 10
+// s), so a scrape every 15 s costs the API server about one review of
+// each a minute. The serving certificate is certDir's tls.crt and tls.key
+// (re-read when they change), else a self-signed one made at start
+// (renewed in memory before it expires).
+func metricsServer(addr string, secure bool, certDir string, kube kubernetes.Interface, metrics http.Handler) (*http.Server, error) {
+	mux := http.NewServeMux()
+	s := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	if !secure {
+		mux.Handle("/metrics", metrics)
+		return s, nil
+	}
+	backoff := &wait.Backoff{Duration: 500 * time.Millisecond, Factor: 1.5, Jitter: 0.2, Steps: 5}
+	authn, _, err := authenticatorfactory.DelegatingAuthenticatorConfig{
+		TokenAccessReviewClient:  kube.AuthenticationV1(),
+		TokenAccessReviewTimeout: 10 * time.Second,
+		WebhookRetryBackoff:      backoff,
+		CacheTTL:                 time.Minute,
+	}.New()
+	if err != nil {
+		return nil, fmt.Errorf("the metrics authenticator: %w", err)
+	}
+	authz, err := authorizerfactory.DelegatingAuthorizerConfig{
+		SubjectAccessReviewClient: kube.AuthorizationV1(),
+		AllowCacheTTL:             time.Minute,
+		DenyCacheTTL:              10 * time.Second,
+		WebhookRetryBackoff:       backoff,
+	}.New()
+	if err != nil {
+		return nil, fmt.Errorf("the metrics authorizer: %w", err)
+	}
+	mux.Handle("/metrics", withAuthnAuthz(authn, authz, metrics))
+	certs := &servingCert{dir: certDir}
+	if _, err := certs.get(time.Now()); err != nil {
+		return nil, fmt.Errorf("the metrics serving certificate: %w", err)
+	}
+	s.TLSConfig = &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+			return certs.get(time.Now())
+		},
+	}
+	return s, nil
+}
+
+// withAuthnAuthz lets a request through to next once the API server
+// authenticated its bearer token and authorized its verb on its path.
+func withAuthnAuthz(authn authenticator.Request, authz authorizer.Authorizer, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		logger := klog.FromContext(r.Context()).WithValues("remote", r.RemoteAddr, "path", r.URL.Path)
+		res, ok, err := authn.AuthenticateRequest(r)
+		if err != nil || !ok {
+			logger.V(4).Info("Metrics request not authenticated", "err", err)
+			http.Error(w, "Unauthorized", http.StatusUnauthorized)
+			return
+		}
+		attrs := authorizer.AttributesRecord{
+			User: res.User, Verb: strings.ToLower(r.Method), Path: r.URL.Path, ResourceRequest: false,
+		}
+		decision, reason, err := authz.Authorize(r.Context(), attrs)
+		if err != nil {
+			logger.Error(err, "Authorizing a metrics request", "user", res.User.GetName())
+			http.Error(w, "authorization failed", http.StatusInternalServerError)
+			return
+		}
+		if decision != authorizer.DecisionAllow {
+			logger.V(4).Info("Metrics request denied: not authorized", "user", res.User.GetName(), "reason", reason)
+			http.Error(w, fmt.Sprintf("Forbidden (user=%s, verb=%s, path=%s)", res.User.GetName(), attrs.Verb, attrs.Path), http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// servingCert is the metrics server's certificate: dir's files (re-read
+// when their modification time changes), else a self-signed one.
+type servingCert struct {
+	dir string
+
+	mu      sync.Mutex
+	cert    *tls.Certificate
+	modTime time.Time
+	ca      pki.Pair
+}
+
+func (c *servingCert) get(now time.Time) (*tls.Certificate, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.dir != "" {
+		return c.fromDir()
+	}
+	if c.cert != nil && !pki.Renew(c.cert.Leaf, now) {
+		return c.cert, nil
+	}
+	if c.ca.Cert == nil {
+		ca, err := pki.NewCA("nats-operator-metrics-ca", now)
+		if err != nil {
+			return nil, err
+		}
+		c.ca = ca
+	}
+	names := []string{"localhost"}
+	if host, err := os.Hostname(); err == nil && host != "" {
+		names = append(names, host)
+	}
+	pair, err := pki.Issue(c.ca, "nats-operator-metrics", names, now)
+	if err != nil {
+		return nil, err
+	}
+	cert, err := tls.X509KeyPair(append(pair.Cert, c.ca.Cert...), pair.Key)
+	if err != nil {
+		return nil, err
+	}
+	c.cert = &cert
+	return c.cert, nil
+}
+
+func (c *servingCert) fromDir() (*tls.Certificate, error) {
+	certFile, keyFile := filepath.Join(c.dir, metricsCertFile), filepath.Join(c.dir, metricsKeyFile)
+	st, err := os.Stat(certFile)
+	if err != nil {
+		if c.cert != nil {
+			return c.cert, nil // a Secret volume's files are swapped atomically; keep the last good one
+		}
+		return nil, err
+	}
+	if c.cert != nil && st.ModTime().Equal(c.modTime) {
+		return c.cert, nil
+	}
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		if c.cert != nil {
+			return c.cert, nil
+		}
+		return nil, err
+	}
+	c.cert, c.modTime = &cert, st.ModTime()
+	return c.cert, nil
+}
+
+// serve runs s until it is shut down: HTTPS when it has a TLS config.
+func serve(ctx context.Context, s *http.Server) {
+	var err error
+	if s.TLSConfig != nil {
+		err = s.ListenAndServeTLS("", "")
+	} else {
+		err = s.ListenAndServe()
+	}
+	if err != nil && !errors.Is(err, http.ErrServerClosed) {
+		klog.FromContext(ctx).Error(err, "Serving HTTP failed", "addr", s.Addr)
+	}
+}
