@@ -123,7 +123,7 @@ Exit codes: 0 the change rolls, reloads, scales or there is nothing to do;
 				return fmt.Errorf("-o %q: want json or yaml", o.output)
 			}
 			if flags.Namespace != nil && *flags.Namespace != "" {
-				o.namespace = *flags.Namespace
+				o.namespace, o.namespaceGiven = *flags.Namespace, true
 			}
 			if o.from == "" {
 				cfg, err := flags.ToRESTConfig()

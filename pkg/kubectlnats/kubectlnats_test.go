@@ -241,3 +241,32 @@ func TestStatusShowsGatewaysAndLeafnodesPerServer(t *testing.T) {
 		t.Errorf("status screen:\n%s\nwant one gateways line (east-1 has none)", out.String())
 	}
 }
+
+// Manifests that name their namespace are planned in it without -n, offline
+// (a version change rolls, first demo-2, not a scale-up of an empty
+// cluster); with -n naming another namespace plan is an error naming both.
+func TestPlanUsesTheManifestsNamespace(t *testing.T) {
+	inNats := func(m string) string {
+		return strings.Replace(m, "  name: demo\n", "  name: demo\n  namespace: nats\n", 1)
+	}
+	old := example(t, "natscluster-jetstream.yaml", func(m string) string { return inNats(strings.Replace(m, `"2.15.2"`, `"2.15.1"`, 1)) })
+	upgraded := example(t, "natscluster-jetstream.yaml", inNats)
+	out, code := run(t, "plan", "--from", old, "-f", upgraded)
+	if code != ExitOK || !strings.Contains(out, "first demo-2") || !strings.Contains(out, "RollingRestart") {
+		t.Fatalf("without -n: exit %d, want a rolling restart first demo-2:\n%s", code, out)
+	}
+	jsonOut, _ := run(t, "plan", "--from", old, "-f", upgraded, "-o", "json")
+	var res PlanResult
+	if err := json.Unmarshal([]byte(jsonOut), &res); err != nil || res.Cluster != "nats/demo" {
+		t.Errorf("-o json: cluster %q (%v), want nats/demo", res.Cluster, err)
+	}
+	out, code = run(t, "plan", "--from", old, "-f", upgraded, "-n", "nats")
+	if code != ExitOK {
+		t.Errorf("with -n nats: exit %d:\n%s", code, out)
+	}
+	out, code = run(t, "plan", "--from", old, "-f", upgraded, "-n", "other")
+	if code != ExitError || !strings.Contains(out, "namespace nats") || !strings.Contains(out, "-n is other") {
+		t.Fatalf("with -n other: exit %d, want %d and both namespaces named:\n%s", code, ExitError, out)
+	}
+	t.Logf("with -n other: %s", strings.TrimSpace(out))
+}

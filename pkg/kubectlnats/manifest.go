@@ -111,6 +111,29 @@ func nameOf(raw map[string]any) string {
 	return ""
 }
 
+// onlyIn is an error naming both namespaces when an object of the manifest
+// at path names a namespace other than ns (the -n given): kubectl apply
+// would refuse it too.
+func (m *manifest) onlyIn(ns, path string) error {
+	objs := []metav1.Object{m.cluster}
+	for _, t := range m.operatorTrusts {
+		objs = append(objs, t)
+	}
+	for _, t := range m.accountTrusts {
+		objs = append(objs, t)
+	}
+	for _, s := range m.secrets {
+		objs = append(objs, s)
+	}
+	for _, o := range objs {
+		if got := o.GetNamespace(); got != "" && got != ns {
+			return fmt.Errorf("%s names namespace %s for %s, but -n is %s: drop -n to plan in %s, or make them agree",
+				path, got, o.GetName(), ns, got)
+		}
+	}
+	return nil
+}
+
 // inNamespace sets the namespace of every object that has none.
 func (m *manifest) inNamespace(ns string) {
 	set := func(o metav1.Object) {

@@ -42,6 +42,9 @@ type planOptions struct {
 	output     string
 	// namespace is -n, or the kubeconfig's; "" offline means "default".
 	namespace string
+	// namespaceGiven says namespace is -n: a manifest object in another
+	// namespace is then an error, not planned in its own.
+	namespaceGiven bool
 	// config reaches the live cluster; nil offline.
 	config *rest.Config
 	stdin  io.Reader
@@ -137,6 +140,14 @@ func offlinePlan(ctx context.Context, o planOptions, m *manifest, streams []stre
 	if ns == "" {
 		ns = "default"
 	}
+	if o.namespaceGiven {
+		if err := old.onlyIn(ns, o.from); err != nil {
+			return nil, err
+		}
+		if err := m.onlyIn(ns, o.file); err != nil {
+			return nil, err
+		}
+	}
 	old.inNamespace(ns)
 	m.inNamespace(ns)
 	if old.cluster.Name != m.cluster.Name || old.cluster.Namespace != m.cluster.Namespace {
@@ -207,6 +218,11 @@ func livePlan(ctx context.Context, o planOptions, m *manifest, res *PlanResult) 
 	ns := o.namespace
 	if ns == "" {
 		ns = "default"
+	}
+	if o.namespaceGiven {
+		if err := m.onlyIn(ns, o.file); err != nil {
+			return nil, err
+		}
 	}
 	m.inNamespace(ns)
 	nats, err := versioned.NewForConfig(o.config)
