@@ -147,7 +147,7 @@ func TestWebSocketAndMQTTAcrossARollingRestart(t *testing.T) {
 	pub.Disconnect(250)
 	t.Logf("the MQTT subscriber's session is away; a QoS 1 message waits for it")
 
-	patchClusterIn(ctx, t, s, nsListeners, `{"spec":{"version":"2.15.2"}}`)
+	patchCluster(ctx, t, s, `{"spec":{"version":"2.15.2"}}`)
 	nc := s.WaitSettledUpToDate(ctx, t, nsListeners, "demo", 6*time.Minute)
 	if nc.Status.Version != "2.15.2" {
 		t.Fatalf("status.version %s, want 2.15.2", nc.Status.Version)

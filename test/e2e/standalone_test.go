@@ -9,7 +9,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
 	"github.com/nats-operator/nats-operator/test/framework"
@@ -62,7 +61,7 @@ func TestASingleJetStreamServer(t *testing.T) {
 	}
 
 	before := s.PodUIDs(ctx, nsSolo, "demo-0-0")
-	patchClusterIn(ctx, t, s, nsSolo, `{"spec":{"version":"2.15.2"}}`)
+	patchCluster(ctx, t, s, `{"spec":{"version":"2.15.2"}}`)
 	nc := s.WaitSettledUpToDate(ctx, t, nsSolo, "demo", 4*time.Minute)
 	if nc.Status.Version != "2.15.2" {
 		t.Errorf("status.version %s, want 2.15.2", nc.Status.Version)
@@ -79,7 +78,7 @@ func TestASingleJetStreamServer(t *testing.T) {
 	pub := framework.StartPublisher(ctx, js, "ORDERS.live")
 	time.Sleep(2 * time.Second)
 	before = s.PodUIDs(ctx, nsSolo, "demo-0-0")
-	patchClusterIn(ctx, t, s, nsSolo, `{"spec":{"replicas":3}}`)
+	patchCluster(ctx, t, s, `{"spec":{"replicas":3}}`)
 	nc = waitProgressing(ctx, t, s, nsSolo, metav1.ConditionFalse, clusterv1beta1.ReasonStandaloneChangeBlocked, 2*time.Minute)
 	msg := progressingMessage(nc)
 	t.Logf("held: %s", msg)
@@ -96,12 +95,4 @@ func TestASingleJetStreamServer(t *testing.T) {
 		t.Errorf("ORDERS has %d messages, want 500 + %d acknowledged (+ at most %d unacknowledged attempts)", n, len(acked), attempts-len(acked))
 	}
 	t.Logf("publisher: %d acknowledged of %d attempts (%d failed, last error %v), 0 lost", len(acked), attempts, failures, lastErr)
-}
-
-// patchClusterIn merge-patches NatsCluster demo of namespace ns.
-func patchClusterIn(ctx context.Context, t *testing.T, s *framework.Stack, ns, patch string) {
-	t.Helper()
-	if _, err := s.Nats.ClusterV1beta1().NatsClusters(ns).Patch(ctx, "demo", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
-		t.Fatalf("patching NatsCluster %s/demo with %s: %v", ns, patch, err)
-	}
 }
