@@ -380,18 +380,29 @@ func requestAnswered(ctx context.Context, nc *nats.Conn, subject string, data []
 }
 
 // streamExists asks the server for the stream's info.
+// Right after the servers restart onto a new config (a migration's restore)
+// the account may not have JetStream yet ("JetStream not enabled for
+// account", error 10039, seen in CI): asked again until the timeout.
 func streamExists(ctx context.Context, nc *nats.Conn, stream string, o Options) (bool, error) {
 	rctx, cancel := context.WithTimeout(ctx, o.timeout())
 	defer cancel()
-	err := request(rctx, nc, o.prefix()+".STREAM.INFO."+stream, nil, nil)
-	var ae *apiError
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.As(err, &ae) && ae.ErrCode == 10059: // stream not found
-		return false, nil
-	default:
-		return false, err
+	for {
+		err := request(rctx, nc, o.prefix()+".STREAM.INFO."+stream, nil, nil)
+		var ae *apiError
+		switch {
+		case err == nil:
+			return true, nil
+		case errors.As(err, &ae) && ae.ErrCode == 10059: // stream not found
+			return false, nil
+		case errors.As(err, &ae) && ae.ErrCode == 10039 && rctx.Err() == nil: // JetStream not enabled for account yet
+			select {
+			case <-rctx.Done():
+				return false, err
+			case <-time.After(500 * time.Millisecond):
+			}
+		default:
+			return false, err
+		}
 	}
 }
 
