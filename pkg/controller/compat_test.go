@@ -114,4 +114,8 @@ func TestAnUpgradeFromE57d870RestartsOnceForTheSidecar(t *testing.T) {
 	if c := st.Status.Config; c == nil || c.Revision != objs.Cluster.Status.Config.Revision {
 		t.Errorf("config %+v, want the legacy revision %s until the restart is done", c, objs.Cluster.Status.Config.Revision)
 	}
+	// status.config.restartReason says why from the rollout's first step on.
+	if c := st.Status.Config; c == nil || c.RestartReason != why || c.AppliedBy != objs.Cluster.Status.Config.AppliedBy {
+		t.Errorf("config %+v, want restartReason %q at the first step and appliedBy %q kept", c, why, objs.Cluster.Status.Config.AppliedBy)
+	}
 }

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nats-operator/nats-operator/internal/kubeutil"
@@ -73,7 +74,7 @@ func (c *Controller) observedStatus(status *clusterv1beta1.NatsClusterStatus, f 
 	if nc.Spec.JetStream != nil {
 		status.JetStream = &clusterv1beta1.JetStreamStatus{
 			MetaLeader: snap.MetaLeader,
-			Limits:     render.DeriveJetStreamLimits(&nc.Spec),
+			Limits:     readableLimits(&nc.Spec),
 			Store:      clusterv1beta1.StorePersistentVolumeClaim,
 		}
 		if nc.Spec.JetStream.VolumeClaimTemplate == nil {
@@ -203,4 +204,37 @@ func (c *Controller) leafnodesConnected(status *clusterv1beta1.NatsClusterStatus
 	}
 	c.setCondition(status, nc, clusterv1beta1.ConditionLeafnodesConnected, metav1.ConditionTrue, clusterv1beta1.ReasonAllLeafnodesConnected,
 		fmt.Sprintf("every server has a leaf connection to each remote (%s)", strings.Join(names, ", ")))
+}
+
+// readableLimits are the JetStream limits every server's config gets, for
+// status: a derived limit that is not a whole MiB is rounded down to one, so
+// kubectl describe says 972Mi rather than 1020054732 (95% of a 1Gi claim).
+// Rounding down keeps the figure at or under what the servers enforce
+// (by less than 1 MiB); a limit set in spec is shown as the user wrote it.
+func readableLimits(spec *clusterv1beta1.NatsClusterSpec) *clusterv1beta1.JetStreamLimits {
+	l := render.DeriveJetStreamLimits(spec)
+	if l == nil {
+		return nil
+	}
+	var set clusterv1beta1.JetStreamLimits
+	if spec.JetStream.Limits != nil {
+		set = *spec.JetStream.Limits
+	}
+	if set.MaxMemoryStore == nil {
+		l.MaxMemoryStore = wholeMiB(l.MaxMemoryStore)
+	}
+	if set.MaxFileStore == nil {
+		l.MaxFileStore = wholeMiB(l.MaxFileStore)
+	}
+	return l
+}
+
+// wholeMiB rounds a quantity of at least 1 MiB down to whole MiB; smaller or
+// nil quantities are returned as they are.
+func wholeMiB(q *resource.Quantity) *resource.Quantity {
+	const mi = 1 << 20
+	if q == nil || q.Value() < mi || q.Value()%mi == 0 {
+		return q
+	}
+	return resource.NewQuantity(q.Value()/mi*mi, resource.BinarySI)
 }

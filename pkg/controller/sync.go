@@ -216,6 +216,17 @@ func (c *Controller) applyDecision(status *clusterv1beta1.NatsClusterStatus, nc 
 		if status.Config == nil || status.Config.Revision != out.Revision {
 			status.Config = &clusterv1beta1.ConfigStatus{Revision: out.Revision, AppliedBy: d.AppliedBy, RestartReason: d.RestartReason}
 		}
+		return
+	}
+	// A rollout that restarts servers says why from its first step on, not
+	// only once it is done: status.config.restartReason is the reason of the
+	// restart in progress, while revision and appliedBy stay those of the
+	// last revision every server ran until the rollout converges.
+	if r := d.Rollout; r != nil && r.RestartReason != "" {
+		if status.Config == nil {
+			status.Config = &clusterv1beta1.ConfigStatus{}
+		}
+		status.Config.RestartReason = r.RestartReason
 	}
 }
 

@@ -195,7 +195,7 @@ func Judge(expected []string, servers []Server, groups []Group) Verdict {
 	}
 
 	return Verdict{Status: metav1.ConditionTrue, Reason: clusterv1beta1.ReasonAllGroupsCurrent,
-		Message: fmt.Sprintf("every Raft group has a leader and every member is current (%d servers, %d groups)", len(expected), len(groups))}
+		Message: fmt.Sprintf("every Raft group has a leader and every member is current (%s, %s)", count(len(expected), "server"), count(len(groups), "group"))}
 }
 
 // catchingUp says a server's /healthz reports one of its streams or
@@ -282,4 +282,12 @@ func cutMessage(s string) string {
 		return s[:limit] + "..."
 	}
 	return s
+}
+
+// count says n things in words: "1 group", "3 servers".
+func count(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
 }

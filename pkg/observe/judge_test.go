@@ -69,6 +69,13 @@ func TestJudge(t *testing.T) {
 			message: "every Raft group has a leader and every member is current (3 servers, 2 groups)",
 		},
 		{
+			name:     "one group is said in the singular",
+			expected: three, servers: healthy,
+			groups: []Group{metaGroup("demo-0", all...)},
+			status: metav1.ConditionTrue, reason: clusterv1beta1.ReasonAllGroupsCurrent,
+			message: "every Raft group has a leader and every member is current (3 servers, 1 group)",
+		},
+		{
 			name:     "a server that did not answer is ServersSilent even when every group looks current",
 			expected: three,
 			servers:  []Server{healthy[0], healthy[1], silentServer("demo-2", "connection refused")},

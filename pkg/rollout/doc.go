@@ -77,7 +77,9 @@
 //   - Rollout: write to status.rollout (nil clears it). Progressing: set it
 //     with observedGeneration and lastTransitionTime. When Progressing is
 //     UpToDate, set status.config to TargetRevision with AppliedBy and
-//     RestartReason. Soon: look again within a second.
+//     RestartReason; while a rollout restarts servers, set
+//     status.config.restartReason to Rollout.RestartReason from its first
+//     step on. Soon: look again within a second.
 //
 // Files:
 //   - plan.go: Plan and its state diagram.

@@ -523,7 +523,9 @@ type ConfigStatus struct {
 	// appliedBy is Restart or Reload.
 	// +optional
 	AppliedBy ConfigAppliedBy `json:"appliedBy,omitempty"`
-	// restartReason says why the last restart was needed.
+	// restartReason says why the last restart was needed, or, while a
+	// rollout restarts servers, why this one is (from its first step on;
+	// revision and appliedBy change only when it is done).
 	// +optional
 	RestartReason string `json:"restartReason,omitempty"`
 }
@@ -661,7 +663,11 @@ type JetStreamStatus struct {
 	// metaLeader is the server leading the JetStream meta group.
 	// +optional
 	MetaLeader string `json:"metaLeader,omitempty"`
-	// limits are the limits rendered into every server's config.
+	// limits are the limits rendered into every server's config. A derived
+	// limit that is not a whole number of MiB is shown rounded down to one
+	// (972Mi for 95% of a 1Gi claim, whose config says 1020054732 bytes), so
+	// that it reads as a Kubernetes quantity; limits set in spec are shown
+	// as given.
 	// +optional
 	Limits *JetStreamLimits `json:"limits,omitempty"`
 	// store is where each server keeps its JetStream store:

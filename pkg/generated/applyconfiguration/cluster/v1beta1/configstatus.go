@@ -31,7 +31,9 @@ type ConfigStatusApplyConfiguration struct {
 	Revision *string `json:"revision,omitempty"`
 	// appliedBy is Restart or Reload.
 	AppliedBy *clusterv1beta1.ConfigAppliedBy `json:"appliedBy,omitempty"`
-	// restartReason says why the last restart was needed.
+	// restartReason says why the last restart was needed, or, while a
+	// rollout restarts servers, why this one is (from its first step on;
+	// revision and appliedBy change only when it is done).
 	RestartReason *string `json:"restartReason,omitempty"`
 }
 

@@ -29,7 +29,11 @@ import (
 type JetStreamStatusApplyConfiguration struct {
 	// metaLeader is the server leading the JetStream meta group.
 	MetaLeader *string `json:"metaLeader,omitempty"`
-	// limits are the limits rendered into every server's config.
+	// limits are the limits rendered into every server's config. A derived
+	// limit that is not a whole number of MiB is shown rounded down to one
+	// (972Mi for 95% of a 1Gi claim, whose config says 1020054732 bytes), so
+	// that it reads as a Kubernetes quantity; limits set in spec are shown
+	// as given.
 	Limits *JetStreamLimitsApplyConfiguration `json:"limits,omitempty"`
 	// store is where each server keeps its JetStream store:
 	// PersistentVolumeClaim (jetstream.volumeClaimTemplate; it survives
