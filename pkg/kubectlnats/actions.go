@@ -103,21 +103,17 @@ func runAction(ctx context.Context, flags *genericclioptions.ConfigFlags, s IO, 
 		return err
 	}
 	preview.Status = nc.Status
-	fmt.Fprintf(s.Out, "NatsCluster %s/%s: %s\n", ns, name, describePatch(patch))
+	fmt.Fprintln(s.Out, fill("NatsCluster ", ns+"/"+name+": "+describePatch(patch), planWidth))
 	if pv, err := livePreviewer(ctx, cfg, ns); err == nil {
 		p, err := pv.Decide(ctx, preview, metav1.Now())
 		pv.stop()
 		if err == nil {
-			v := Judge(p.Decision)
-			fmt.Fprintf(s.Out, "the controller will: %s\n  reason:  %s\n", v.Sentence, v.Reason)
-			if v.Message != "" {
-				fmt.Fprintf(s.Out, "  message: %s\n", wrap(v.Message, 70, "           "))
-			}
+			printVerdict(s.Out, "the controller will: ", Judge(p.Decision))
 		}
 	}
 	if a.atStake && !yes {
 		if !s.IsTTY {
-			fmt.Fprintln(s.Err, "error: this restarts servers and may put data at stake; not confirmed: stdin is not a terminal, give --yes to go ahead")
+			fmt.Fprintln(s.Err, fill("error: ", "this restarts servers and may put data at stake; not confirmed: stdin is not a terminal, give --yes to go ahead", planWidth))
 			return &exitError{ExitRefused}
 		}
 		fmt.Fprint(s.Out, "Go ahead? [y/N] ")

@@ -53,7 +53,7 @@ func Run(ctx context.Context, args []string, s IO) int {
 	root.SetIn(s.In)
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
-	root.AddCommand(statusCommand(ctx, flags, s), planCommand(ctx, flags, s))
+	root.AddCommand(statusCommand(ctx, flags, s), planCommand(ctx, flags, s), versionCommand(s))
 	root.AddCommand(actionCommands(ctx, flags, s)...)
 	err := root.ExecuteContext(ctx)
 	var ee *exitError

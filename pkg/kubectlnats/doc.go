@@ -1,11 +1,13 @@
 // Package kubectlnats is the kubectl plugin kubectl-nats (cmd/kubectl-nats):
 //
-//	kubectl nats status NAME [-w]             one screen: servers, Settled, the rollout, holds, Events
+//	kubectl nats status NAME [-w] [-o json|yaml]
+//	                                          one screen: servers, Settled, the rollout, holds, Events
 //	kubectl nats plan -f new.yaml [--from old.yaml]
 //	                                          what the controller would do with a manifest
 //	kubectl nats restart-all NAME [--reset-jetstream]
 //	kubectl nats force-step NAME SERVER
 //	kubectl nats pause|resume NAME
+//	kubectl nats version [-o json|yaml]       the plugin's version and commit (no cluster asked)
 //
 // plan never decides anything itself: it runs the controller's own gather
 // and pure decide (controller.Decide) on the manifest, against the live
@@ -31,5 +33,5 @@
 // manifests), preview.go (the controller's decide phase, live or offline),
 // verdict.go (Decision -> what plan says), plan.go and diff.go (plan's
 // screen), status.go, actions.go (the annotations and fields the controller
-// honours).
+// honours), version.go, fill.go (fitting prose in the screen's width).
 package kubectlnats

@@ -7,6 +7,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -337,8 +338,12 @@ func serverPlans(p *controller.Preview) []ServerPlan {
 	return out
 }
 
+// printPlan prints plan's screen within planWidth columns: prose is
+// filled with a hanging indent, a diff line too long for the screen goes
+// on over the next lines (indent).
 func printPlan(w io.Writer, r *PlanResult) {
-	fmt.Fprintf(w, "NatsCluster %s\nagainst     %s\n", r.Cluster, r.Against)
+	fmt.Fprintln(w, fill("NatsCluster ", r.Cluster, planWidth))
+	fmt.Fprintln(w, fill("against     ", r.Against, planWidth))
 	fmt.Fprintln(w, "diffs       running -> target (revision lines left out)")
 	if r.TargetRevision != "" {
 		fmt.Fprintf(w, "target      revision %s\n", r.TargetRevision)
@@ -353,43 +358,42 @@ func printPlan(w io.Writer, r *PlanResult) {
 		}
 	}
 	v := r.Verdict
-	fmt.Fprintf(w, "\ndecision: %s\n", v.Sentence)
-	fmt.Fprintf(w, "  reason:  %s\n", v.Reason)
-	if v.Message != "" {
-		fmt.Fprintf(w, "  message: %s\n", wrap(v.Message, 70, "           "))
-	}
+	fmt.Fprintln(w)
+	printVerdict(w, "decision: ", v)
 	for _, n := range r.Notes {
-		fmt.Fprintf(w, "note: %s\n", n)
+		fmt.Fprintln(w, fill("note: ", n, planWidth))
 	}
 	fmt.Fprintf(w, "exit code %d\n", v.Exit)
 }
 
-func indent(s, prefix string) string {
-	var sb strings.Builder
-	for _, l := range strings.SplitAfter(s, "\n") {
-		if l != "" {
-			sb.WriteString(prefix + l)
-		}
+// printVerdict prints what the controller would do: the sentence after
+// head, the reason and the message.
+func printVerdict(w io.Writer, head string, v PlanVerdict) {
+	fmt.Fprintln(w, fill(head, v.Sentence, planWidth))
+	fmt.Fprintln(w, fill("  reason:  ", v.Reason, planWidth))
+	if v.Message != "" {
+		fmt.Fprintln(w, fill("  message: ", v.Message, planWidth))
 	}
-	return sb.String()
 }
 
-// wrap breaks s into lines of at most width characters at spaces, later
-// lines indented by prefix.
-func wrap(s string, width int, prefix string) string {
-	words := strings.Fields(s)
+// indent puts prefix before every diff line of s. A line too long for
+// planWidth columns goes on over the next lines: each piece but the last
+// ends with a backslash, and each goes on after the line's own "+ ", "- "
+// or "  " (a diff line is code: it is cut at the width, not at spaces).
+func indent(s, prefix string) string {
 	var sb strings.Builder
-	n := 0
-	for _, w := range words {
-		if n > 0 && n+1+len(w) > width {
-			sb.WriteString("\n" + prefix)
-			n = 0
-		} else if n > 0 {
-			sb.WriteByte(' ')
-			n++
+	for _, l := range strings.Split(strings.TrimSuffix(s, "\n"), "\n") {
+		head := prefix
+		if len(l) >= 2 {
+			head, l = prefix+l[:2], l[2:]
 		}
-		sb.WriteString(w)
-		n += len(w)
+		room := planWidth - utf8.RuneCountInString(head) - 1
+		for utf8.RuneCountInString(l) > room+1 {
+			i := byteIndexOfRune(l, room)
+			sb.WriteString(head + l[:i] + "\\\n")
+			l = l[i:]
+		}
+		sb.WriteString(head + l + "\n")
 	}
 	return sb.String()
 }

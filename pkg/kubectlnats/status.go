@@ -1,10 +1,12 @@
 package kubectlnats
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -24,20 +26,21 @@ import (
 
 // StatusView is status's screen as data (-o json|yaml).
 type StatusView struct {
-	Cluster    string                          `json:"cluster"`
-	Version    string                          `json:"version,omitempty"`
-	Revision   string                          `json:"revision,omitempty"`
-	Conditions []metav1.Condition              `json:"conditions,omitempty"`
-	Rollout    *clusterv1beta1.RolloutStatus   `json:"rollout,omitempty"`
-	Removals   []clusterv1beta1.ServerRemoval  `json:"removals,omitempty"`
-	Servers    []ServerView                    `json:"servers"`
-	Events     []EventView                     `json:"events,omitempty"`
-	Observed   bool                            `json:"observed"`
-	JetStream  *clusterv1beta1.JetStreamStatus `json:"jetstream,omitempty"`
-	Endpoints  *clusterv1beta1.Endpoints       `json:"endpoints,omitempty"`
-	Config     *clusterv1beta1.ConfigStatus    `json:"config,omitempty"`
-	Paused     bool                            `json:"paused"`
-	Annots     map[string]string               `json:"oneShotAnnotations,omitempty"`
+	Cluster    string                         `json:"cluster"`
+	Version    string                         `json:"version,omitempty"`
+	Revision   string                         `json:"revision,omitempty"`
+	Conditions []metav1.Condition             `json:"conditions,omitempty"`
+	Rollout    *clusterv1beta1.RolloutStatus  `json:"rollout,omitempty"`
+	Removals   []clusterv1beta1.ServerRemoval `json:"removals,omitempty"`
+	Servers    []ServerView                   `json:"servers"`
+	Events     []EventView                    `json:"events,omitempty"`
+	// Observed says a server answered (its report is in Servers).
+	Observed  bool                            `json:"observed"`
+	JetStream *clusterv1beta1.JetStreamStatus `json:"jetstream,omitempty"`
+	Endpoints *clusterv1beta1.Endpoints       `json:"endpoints,omitempty"`
+	Config    *clusterv1beta1.ConfigStatus    `json:"config,omitempty"`
+	Paused    bool                            `json:"paused"`
+	Annots    map[string]string               `json:"oneShotAnnotations,omitempty"`
 }
 
 // ServerView is one server's line.
@@ -72,11 +75,18 @@ func statusCommand(ctx context.Context, flags *genericclioptions.ConfigFlags, s 
 	var watch bool
 	var output string
 	var events int
+	var interval time.Duration
 	cmd := &cobra.Command{
 		Use:   "status NAME",
 		Short: "One screen on a NatsCluster: servers, Settled, the rollout, holds, Events",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if output != "" && output != "json" && output != "yaml" {
+				return fmt.Errorf("-o %q: want json or yaml", output)
+			}
+			if interval <= 0 {
+				return fmt.Errorf("--interval %s: want a positive duration", interval)
+			}
 			c, err := newClients(flags)
 			if err != nil {
 				return err
@@ -84,45 +94,68 @@ func statusCommand(ctx context.Context, flags *genericclioptions.ConfigFlags, s 
 			cfg, ns, kube, nats := c.cfg, c.ns, c.kube, c.nats
 			pv, err := livePreviewer(ctx, cfg, ns)
 			if err != nil {
+				if watch && ctx.Err() != nil {
+					return nil // stopped (Ctrl-C) while starting
+				}
 				return err
 			}
 			defer pv.stop()
+			var last []byte
 			for {
 				v, err := statusView(ctx, kube, nats, pv, ns, args[0], events)
 				if err != nil {
+					if watch && ctx.Err() != nil {
+						// Stopped (Ctrl-C) while reading: not an error.
+						return nil
+					}
 					return err
 				}
-				if watch && s.IsTTY {
-					fmt.Fprint(s.Out, "\033[H\033[2J")
-				}
-				switch output {
-				case "json":
-					b, _ := json.MarshalIndent(v, "", "  ")
-					fmt.Fprintln(s.Out, string(b))
-				case "yaml":
-					b, _ := yaml.Marshal(v)
-					fmt.Fprint(s.Out, string(b))
-				default:
-					printStatus(s.Out, v, time.Now())
+				// -w on a terminal redraws the screen every time (the ages
+				// move on); elsewhere (a pipe, a file) it prints a new screen
+				// only when what it shows changed, as kubectl get -w does.
+				now, _ := json.Marshal(v)
+				if !watch || s.IsTTY || !bytes.Equal(now, last) {
+					switch {
+					case watch && s.IsTTY:
+						fmt.Fprint(s.Out, "\033[H\033[2J")
+					case last != nil && output == "yaml":
+						fmt.Fprintln(s.Out, "---")
+					case last != nil && output == "":
+						fmt.Fprintln(s.Out, strings.Repeat("-", statusWidth-1))
+					}
+					printView(s.Out, v, output)
+					last = now
 				}
 				if !watch {
 					return nil
 				}
-				if !s.IsTTY {
-					fmt.Fprintln(s.Out, strings.Repeat("-", 78))
-				}
 				select {
 				case <-ctx.Done():
 					return nil
-				case <-time.After(2 * time.Second):
+				case <-time.After(interval):
 				}
 			}
 		},
 	}
-	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "refresh every 2s")
+	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "read again every --interval: on a terminal redraw the screen, else print a new one when it changed")
+	cmd.Flags().DurationVar(&interval, "interval", 2*time.Second, "with -w, how often to read again")
 	cmd.Flags().StringVarP(&output, "output", "o", "", "json or yaml")
 	cmd.Flags().IntVar(&events, "events", 6, "how many of the last Events to show")
 	return cmd
+}
+
+// printView prints v as the screen, or as JSON or YAML (one document each).
+func printView(w io.Writer, v *StatusView, output string) {
+	switch output {
+	case "json":
+		b, _ := json.MarshalIndent(v, "", "  ")
+		fmt.Fprintln(w, string(b))
+	case "yaml":
+		b, _ := yaml.Marshal(v)
+		fmt.Fprint(w, string(b))
+	default:
+		printStatus(w, v, time.Now())
+	}
 }
 
 // statusView reads the NatsCluster's status, its servers' reports (the
@@ -151,7 +184,6 @@ func statusView(ctx context.Context, kube kubernetes.Interface, nats versioned.I
 	if p, err := pv.Decide(ctx, nc, metav1.Now()); err == nil {
 		snap = p.Snapshot
 	}
-	v.Observed = snap != nil && snap.Verdict.Reason != clusterv1beta1.ReasonObservationFailed
 	for _, st := range nc.Status.Servers {
 		sv := ServerView{Name: st.Name, Ready: st.Ready, Version: st.Version, Revision: st.ConfigRevision, StartProblem: st.StartProblem,
 			Gateways: st.Gateways, Leafnodes: st.Leafnodes}
@@ -159,6 +191,10 @@ func statusView(ctx context.Context, kube kubernetes.Interface, nats versioned.I
 			if srv, ok := snap.Server(st.Name); ok && srv.Answered {
 				sv.Answered, sv.Routes, sv.MetaLeader = true, srv.Routes, snap.MetaLeader == st.Name
 				sv.CatchingUp = catchingUp(snap, st.Name)
+				// What the servers report is shown when one answered: a
+				// failed observation, or servers whose addresses cannot be
+				// reached from here, answer none.
+				v.Observed = true
 			}
 		}
 		v.Servers = append(v.Servers, sv)
@@ -207,26 +243,31 @@ func lastEvents(items []corev1.Event, n int) []EventView {
 	return out
 }
 
-// printStatus prints the screen, within 80 columns.
+// printStatus prints the screen within statusWidth columns: prose goes on
+// over the next lines under its label, an Event's line is cut.
 func printStatus(w io.Writer, v *StatusView, now time.Time) {
+	// line prints text after a label of 13 columns.
+	line := func(label, text string) {
+		fmt.Fprintln(w, fill(fmt.Sprintf("%-13s", label), text, statusWidth))
+	}
 	fmt.Fprintf(w, "NatsCluster %s  version %s  revision %s\n", v.Cluster, orDash(v.Version), orDash(v.Revision))
 	for _, typ := range []string{clusterv1beta1.ConditionReady, clusterv1beta1.ConditionSettled, clusterv1beta1.ConditionProgressing} {
 		c := meta.FindStatusCondition(v.Conditions, typ)
 		if c == nil {
-			fmt.Fprintf(w, "%-12s -\n", typ)
+			line(typ, "-")
 			continue
 		}
-		line := fmt.Sprintf("%s %s", c.Status, c.Reason)
+		text := fmt.Sprintf("%s %s", c.Status, c.Reason)
 		if c.Status != metav1.ConditionTrue || typ == clusterv1beta1.ConditionProgressing {
-			line += ": " + c.Message
+			text += ": " + c.Message
 		}
-		fmt.Fprintf(w, "%-12s %s\n", typ, wrap(line, 66, strings.Repeat(" ", 13)))
+		line(typ, text)
 	}
 	if v.Paused {
-		fmt.Fprintln(w, "paused       spec.rollout.paused: no further step starts")
+		line("paused", "spec.rollout.paused: no further step starts")
 	}
-	for k, val := range v.Annots {
-		fmt.Fprintf(w, "annotation   %s=%s\n", k, val)
+	for _, k := range slices.Sorted(maps.Keys(v.Annots)) {
+		line("annotation", k+"="+v.Annots[k])
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "%-10s %-5s %-8s %-10s %-4s %-6s %s\n", "SERVER", "READY", "VERSION", "REVISION", "META", "ROUTES", "CATCHING UP")
@@ -244,6 +285,8 @@ func printStatus(w io.Writer, v *StatusView, now time.Time) {
 		}
 		catching := fmt.Sprint(len(s.CatchingUp), " groups")
 		switch {
+		case len(s.CatchingUp) == 1:
+			catching = "1 group"
 		case !s.Answered:
 			catching = "(no report)"
 		case len(s.CatchingUp) == 0:
@@ -251,59 +294,55 @@ func printStatus(w io.Writer, v *StatusView, now time.Time) {
 		}
 		fmt.Fprintf(w, "%-10s %-5s %-8s %-10s %-4s %-6s %s\n", s.Name, ready, orDash(s.Version), orDash(s.Revision), leader, routes, catching)
 		for _, g := range s.CatchingUp {
-			fmt.Fprintf(w, "  catching up: %s\n", g)
+			fmt.Fprintln(w, fill("  catching up: ", g, statusWidth))
 		}
 		if s.StartProblem != "" {
-			fmt.Fprintf(w, "  cannot start: %s\n", wrap(s.StartProblem, 62, "                "))
+			fmt.Fprintln(w, fill("  cannot start: ", s.StartProblem, statusWidth))
 		}
 		if len(s.Gateways) > 0 {
-			fmt.Fprintf(w, "  gateways to: %s\n", strings.Join(s.Gateways, ", "))
+			fmt.Fprintln(w, fill("  gateways to: ", strings.Join(s.Gateways, ", "), statusWidth))
 		}
 		if len(s.Leafnodes) > 0 {
-			fmt.Fprintf(w, "  leaf of: %s\n", strings.Join(s.Leafnodes, ", "))
+			fmt.Fprintln(w, fill("  leaf of: ", strings.Join(s.Leafnodes, ", "), statusWidth))
 		}
 	}
 	if js := v.JetStream; js != nil && js.FaultTolerance != nil {
-		fmt.Fprintf(w, "tolerates    %s\n", wrap(describeFaultTolerance(js.FaultTolerance), 66, strings.Repeat(" ", 13)))
+		line("tolerates", describeFaultTolerance(js.FaultTolerance))
 	}
 	if !v.Observed {
 		fmt.Fprintln(w, "(META, ROUTES, CATCHING UP come from the servers' monitoring ports, not\n reachable from here; the rest is the NatsCluster's status)")
 	}
 	if r := v.Rollout; r != nil {
 		fmt.Fprintln(w)
-		fmt.Fprintf(w, "rollout      to %s\n", orDash(r.TargetRevision))
-		fmt.Fprintf(w, "  updated    %s\n", orDash(strings.Join(r.Updated, ", ")))
-		fmt.Fprintf(w, "  current    %s\n", orDash(r.Current))
-		fmt.Fprintf(w, "  pending    %s\n", orDash(strings.Join(r.Pending, ", ")))
+		line("rollout", "to "+orDash(r.TargetRevision))
+		line("  updated", orDash(strings.Join(r.Updated, ", ")))
+		line("  current", orDash(r.Current))
+		line("  pending", orDash(strings.Join(r.Pending, ", ")))
 		if g := r.Gate; g != nil && g.WaitingFor != "" {
 			since := ""
 			if g.Since != nil {
 				since = fmt.Sprintf(" since %s (%s)", g.Since.UTC().Format("15:04:05"), now.Sub(g.Since.Time).Round(time.Second))
 			}
-			fmt.Fprintf(w, "  gate       waiting for %s%s\n", g.WaitingFor, since)
+			line("  gate", "waiting for "+g.WaitingFor+since)
 		}
 		if r.RestartReason != "" {
-			fmt.Fprintf(w, "  restarts   %s\n", wrap(r.RestartReason, 64, strings.Repeat(" ", 13)))
+			line("  restarts", r.RestartReason)
 		}
 	}
 	for _, rm := range v.Removals {
-		fmt.Fprintf(w, "removal      %s: %s\n", rm.Server, rm.Phase)
+		line("removal", fmt.Sprintf("%s: %s", rm.Server, rm.Phase))
 	}
 	if c := meta.FindStatusCondition(v.Conditions, clusterv1beta1.ConditionProgressing); c != nil && isHold(c) {
 		fmt.Fprintln(w)
-		fmt.Fprintf(w, "held         %s\n", c.Reason)
-		fmt.Fprintf(w, "  %s\n", wrap(c.Message, 76, "  "))
+		line("held", c.Reason)
+		fmt.Fprintln(w, fill("  ", c.Message, statusWidth))
 	}
 	if len(v.Events) > 0 {
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, "EVENTS")
 		for _, e := range v.Events {
 			age := now.Sub(e.Last).Round(time.Second)
-			line := fmt.Sprintf("%-6s %-8s %s: %s", age, e.Type, e.Reason, e.Message)
-			if len(line) > 79 {
-				line = line[:76] + "..."
-			}
-			fmt.Fprintln(w, line)
+			fmt.Fprintln(w, cut(fmt.Sprintf("%-6s %-8s %s: %s", age, e.Type, e.Reason, e.Message), statusWidth-1))
 		}
 	}
 }
