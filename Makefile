@@ -1,5 +1,9 @@
 # The two commands of the README: `make demo` and `make test`.
-.PHONY: test test-matrix demo build codegen verify-codegen testbin
+.PHONY: test test-matrix demo build codegen verify-codegen testbin image release
+
+# The version of `make image` (dev when empty) and of `make release`
+# (required): x.y.z, tagged vx.y.z.
+VERSION ?=
 
 build:
 	go build -o bin/nats-operator ./cmd/nats-operator
@@ -25,3 +29,15 @@ verify-codegen:
 
 testbin:
 	bash hack/testbin.sh all
+
+# The controller's image without a container daemon: the binary built
+# static (CGO_ENABLED=0 -trimpath, version and commit set) in
+# _output/nats-operator, the image as an OCI image archive in
+# _output/nats-operator-image.tar; prints the digest and the reference.
+image:
+	go run ./hack/image -version "$(or $(VERSION),dev)" -out _output/nats-operator-image.tar
+
+# dist/: the image archive, install.yaml and install-namespaced.yaml pinned
+# to its digest, kubectl-nats for linux and darwin, SHA256SUMS.
+release:
+	bash hack/release.sh "$(VERSION)"

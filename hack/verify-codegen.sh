@@ -2,14 +2,15 @@
 # verify-codegen.sh checks that the generated code and CRDs are up to date:
 # it copies the repository (the files git knows of, tracked or not ignored,
 # plus the generated directories) into a temporary directory, runs
-# hack/update-codegen.sh there, and compares pkg/apis, pkg/generated and
-# manifests/crds with the original. Any difference is printed as a diff and
+# hack/update-codegen.sh there, and compares pkg/apis, pkg/generated,
+# manifests/crds and docs (the API reference docs/api.md) with the
+# original. Any difference is printed as a diff and
 # makes it exit 1; run hack/update-codegen.sh to fix it. The original tree is
 # never written to.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-CHECKED=(pkg/apis pkg/generated manifests/crds)
+CHECKED=(pkg/apis pkg/generated manifests/crds docs)
 
 TMP="$(mktemp -d "${TMPDIR:-/tmp}/verify-codegen.XXXXXX")"
 trap 'rm -rf "$TMP"' EXIT

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -25,6 +24,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
 
+	"github.com/nats-operator/nats-operator/internal/version"
 	"github.com/nats-operator/nats-operator/pkg/controller"
 	"github.com/nats-operator/nats-operator/pkg/controller/backups"
 	versioned "github.com/nats-operator/nats-operator/pkg/generated/clientset/versioned"
@@ -64,41 +64,16 @@ func main() {
 	if len(os.Args) > 1 && (os.Args[1] == "backup" || os.Args[1] == "restore") {
 		os.Exit(runJob(os.Args[1], os.Args[2:]))
 	}
+	if versionRequested(os.Args[1:]) {
+		printVersion()
+		return
+	}
 	klog.InitFlags(nil)
 	var o options
-	flag.StringVar(&o.kubeconfig, "kubeconfig", "", "Path to a kubeconfig. Empty: the in-cluster config.")
-	flag.StringVar(&o.namespace, "namespace", "", "Namespaces to watch, comma-separated (each listed and watched on its own, so Roles in them suffice: see manifests/namespaced). Empty: all namespaces.")
-	flag.IntVar(&o.workers, "workers", 2, "Number of NatsClusters synced in parallel.")
-	flag.BoolVar(&o.leaderElect, "leader-elect", true, "Elect a leader with a Lease before syncing, so only one replica acts.")
-	flag.StringVar(&o.leaseName, "leader-elect-lease-name", "nats-operator", "Name of the leader election Lease.")
-	flag.StringVar(&o.leaseNamespace, "leader-elect-namespace", "", "Namespace of the Lease. Empty: the pod's namespace, else --namespace, else nats-system.")
-	flag.DurationVar(&o.leaseDuration, "leader-elect-lease-duration", 15*time.Second, "How long a standby waits, after the leader's last renewal, before it takes the Lease (a leader that stops gracefully releases it at once).")
-	flag.DurationVar(&o.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "How long the leader keeps retrying a renewal before it stops leading; less than --leader-elect-lease-duration.")
-	flag.DurationVar(&o.retryPeriod, "leader-elect-retry-period", 2*time.Second, "How often the leader renews the Lease (one API write each: the only writes of a controller at rest) and a standby tries to take it.")
-	flag.StringVar(&o.healthAddr, "health-addr", ":8081", "Address serving /healthz and /readyz.")
-	flag.StringVar(&o.metricsAddr, "metrics-addr", ":8080", "Address serving /metrics. Empty disables it.")
-	flag.BoolVar(&o.metricsSecure, "metrics-secure", true, "Serve /metrics over HTTPS to the bearer tokens the API server authenticates (TokenReview) and authorizes to get /metrics (SubjectAccessReview; the ClusterRole nats-operator-metrics-reader). false: plain HTTP to anyone.")
-	flag.StringVar(&o.metricsCertDir, "metrics-cert-dir", "", "Directory with the metrics serving certificate and key (tls.crt, tls.key: a kubernetes.io/tls Secret mounted; re-read when they change). Empty: a self-signed certificate made at start.")
-	flag.DurationVar(&o.workerStallTimeout, "worker-stall-timeout", controller.DefaultWorkerStallTimeout, "/healthz fails when a sync has run this long, or NatsClusters are queued and no worker took or finished one for this long, while this replica leads. 0 or less: never.")
-	flag.DurationVar(&o.resync, "resync", 10*time.Minute, "Informer resync period.")
-	flag.Float64Var(&o.qps, "kube-api-qps", 50, "Requests per second to the Kubernetes API (client-side limit; the API server's priority and fairness protects it as well).")
-	flag.IntVar(&o.burst, "kube-api-burst", 100, "Burst of requests to the Kubernetes API above --kube-api-qps.")
-	flag.DurationVar(&o.restRequeue, "rest-requeue", controller.DefaultRestRequeue,
-		"How often a cluster at rest (Settled, up to date, holding nothing) is observed when no pod or object event syncs it; each observation asks every server 4 monitoring endpoints. A lag no pod shows (a stream falling behind) is seen up to this late.")
-	flag.DurationVar(&o.pauseBeforeStep, "pause-before-step", 0,
-		"for tests only: pause this long between deciding a step and writing it (a test injects a fault there); 0 in production")
-	flag.DurationVar(&o.systemUserLifetime, "system-user-lifetime", controller.DefaultSystemUserLifetime,
-		"How long each system account user the controller mints (operator mode with the NatsOperatorTrust's systemAccountSigningKey) is valid; a new one is minted in the last third.")
-	flag.DurationVar(&o.reloadTimeout, "reload-timeout", controller.DefaultReloadTimeout,
-		"How long a server may take to report the config it was reloaded onto (a kubelet updates a mounted ConfigMap within about a minute) before it is restarted instead.")
-	flag.StringVar(&o.controllerNamespace, "controller-namespace", "", "Namespace the controller runs in: every cluster's NetworkPolicy admits the monitoring port from it. Empty: the pod's namespace (POD_NAMESPACE), else "+controller.DefaultControllerNamespace+".")
-	flag.StringVar(&o.jobImage, "job-image", backups.DefaultImage, "Image of the Jobs that back up and restore streams (NatsBackup, NatsRestore): this controller's own image, which runs `nats-operator backup` and `nats-operator restore`.")
-	flag.IntVar(&o.backupWorkers, "backup-workers", 1, "Number of NatsBackups and NatsRestores synced in parallel.")
-	flag.StringVar(&o.podTemplatePolicy, "pod-template-policy", render.PodTemplatePolicyRestricted,
-		"What a NatsCluster may ask of its servers' pods. restricted: no other ServiceAccount, images only from --pod-template-allowed-images, no Secret (volume or env), claim, CSI, hostPath, ephemeral or service account token volume; a cluster asking more is held InvalidSpec. any: every podTemplate the CRD accepts, so creating a NatsCluster equals pods/create in its namespace.")
-	flag.StringVar(&o.allowedImages, "pod-template-allowed-images", strings.Join(render.DefaultAllowedImages(), ","),
-		"Under --pod-template-policy=restricted, the images a NatsCluster may run (spec.image, spec.metrics.image, podTemplate sidecars), comma-separated: image repositories (any tag or digest) or prefixes ending in /.")
+	registerFlags(flag.CommandLine, &o)
+	flag.Usage = usage
 	flag.Parse()
+	klog.InfoS("Starting nats-operator", "version", version.Get().String())
 	if o.controllerNamespace == "" {
 		o.controllerNamespace = os.Getenv("POD_NAMESPACE")
 	}

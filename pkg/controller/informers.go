@@ -112,7 +112,7 @@ func NewInformerSet(kubeClient kubernetes.Interface, natsClient versioned.Interf
 
 	// Secrets are the user's: the controller caches their metadata only
 	// (no values, no annotations) and reads the ones its clusters name by
-	// name (pkg/controller/secrets.go).
+	// name (pkg/controller/gather_secrets.go).
 	secretsLW := nsinformers.ListerWatcher(namespaces, func(ns string) cache.ListerWatcher {
 		res := metaClient.Resource(SecretsResource).Namespace(ns)
 		return cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{

@@ -16,7 +16,9 @@ import (
 
 // kubectl apply -k manifests/ runs the controller as users run it: the
 // Deployment of manifests/controller/operator.yaml (two replicas, leader
-// election, probes, restricted security context), its pods given what a
+// election, probes, restricted security context), its pods running the
+// controller's image (internal/image, made of this checkout's binary as
+// make image makes it) from the image's own layer, given what a
 // kubelet gives (a service-account token from the TokenRequest API at
 // /var/run/secrets/kubernetes.io/serviceaccount, KUBERNETES_SERVICE_HOST
 // and _PORT, the downward-API env), so the controller runs with in-cluster
@@ -28,12 +30,14 @@ func TestKubectlApplyKRunsTheControllerDeployment(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
+	_, digest := framework.ControllerImageArchive(t)
 	s := framework.StartStackWithoutController(ctx, t, localnode.Options{
-		Images: framework.ControllerImages(t),
+		ImageArchives: framework.ControllerImageArchives(t),
 	})
 	begin := time.Now()
 	s.KubectlApplyK(t, "")
 	s.WaitControllerDeployment(ctx, t)
+	s.CheckControllerImage(ctx, t, digest)
 	t.Logf("Deployment 2/2 Ready %s after kubectl apply -k", time.Since(begin).Round(time.Millisecond))
 	leader := s.LeaderPod(ctx, t, "")
 	t.Logf("the Lease is held by pod %s", leader)

@@ -4,41 +4,55 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nats-operator/nats-operator/internal/image"
 	"github.com/nats-operator/nats-operator/internal/poll"
+	"github.com/nats-operator/nats-operator/internal/release"
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
 	"github.com/nats-operator/nats-operator/test/framework"
 	"github.com/nats-operator/nats-operator/test/localnode"
+	"github.com/nats-operator/nats-operator/test/testenv"
 )
 
-// kubectl apply -k manifests/ installs the controller as users install it:
-// its Deployment's pods (the image run as the binary of this checkout, with
-// in-cluster config), with only the permissions of manifests/rbac. One
-// replica takes the Lease; both serve health and metrics; the controller
-// creates the Services and the PDB of a new NatsCluster with owner
-// references, fills status, and leaves the owned objects to the garbage
-// collector when the cluster is deleted.
+// A release of this checkout (make release, without the kubectl-nats
+// binaries: framework.BuildRelease) installs the controller as users
+// install it: kubectl apply -f install.yaml, which the API server accepts
+// in a server-side dry run first, runs its Deployment's pods from the
+// release's image (its own layer, the digest install.yaml pins, the
+// version the release set), with in-cluster config and only the
+// permissions of manifests/rbac. One replica takes the Lease; both serve
+// health and metrics; the controller creates the Services and the PDB of
+// a new NatsCluster with owner references, fills status, brings it to
+// Ready and Settled, and leaves the owned objects to the garbage collector
+// when the cluster is deleted.
 //
 // Then, on the same control plane and node, the cluster-wide grant is
 // removed (as a user moving to the namespaced install removes it) and the
-// namespaced install (manifests/namespaced: Roles in each watched
-// namespace, --namespace a list) passes the same test for a cluster in the
-// second of two namespaces, and never touches a cluster in a namespace it
-// was not given.
+// namespaced install (the release's install-namespaced.yaml, of
+// manifests/namespaced: Roles in each watched namespace, --namespace a
+// list) passes the same test for a cluster in the second of two
+// namespaces, and never touches a cluster in a namespace it was not given.
 func TestControllerInstallsWithLeastPrivilege(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
-	s := framework.StartStackWithoutController(ctx, t, localnode.Options{Images: framework.ControllerImages(t)})
-	if !t.Run("cluster-wide install", func(t *testing.T) { testInstall(ctx, t, s, "apps", nil) }) {
+	rel := framework.BuildRelease(ctx, t)
+	checkReleaseBinary(t, rel)
+	s := framework.StartStackWithoutController(ctx, t, localnode.Options{ImageArchives: map[string]string{framework.ControllerImage: rel.ImageArchive()}})
+	if !t.Run("cluster-wide install", func(t *testing.T) { testInstall(ctx, t, s, rel, "apps", nil) }) {
 		return
 	}
 	// The cluster-wide install goes: its Deployment (already scaled to 0)
@@ -60,19 +74,75 @@ func TestControllerInstallsWithLeastPrivilege(t *testing.T) {
 		}
 		return nil
 	})
-	t.Run("namespaced install", func(t *testing.T) { testInstall(ctx, t, s, "team-b", []string{"nats", "team-b"}) })
+	t.Run("namespaced install", func(t *testing.T) { testInstall(ctx, t, s, rel, "team-b", []string{"nats", "team-b"}) })
 }
 
-func testInstall(ctx context.Context, t *testing.T, s *framework.Stack, ns string, namespaces []string) {
+// checkReleaseBinary checks what install.yaml names and what the release's
+// image runs: the Deployment's image and its --job-image (the image of
+// backup and restore Jobs) are the release's image pinned to the digest
+// the archive holds, and the binary in the image, static, prints the
+// release's version with --version.
+func checkReleaseBinary(t *testing.T, rel *framework.Release) {
+	for _, file := range []string{release.InstallFile, release.InstallNamespacedFile} {
+		objs, err := testenv.ReadManifests(rel.Path(file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, o := range objs {
+			if o.GetKind() != "Deployment" {
+				continue
+			}
+			var d appsv1.Deployment
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &d); err != nil {
+				t.Fatal(err)
+			}
+			c := d.Spec.Template.Spec.Containers[0]
+			found = c.Image == rel.Reference && slices.Contains(c.Args, "--job-image="+rel.Reference)
+			if !found {
+				t.Errorf("%s: the Deployment runs %s with args %q; want %s, and as --job-image", file, c.Image, c.Args, rel.Reference)
+			}
+		}
+		if !found {
+			t.Errorf("%s names no Deployment of the release's image", file)
+		}
+	}
+	dir := t.TempDir()
+	img, err := image.Read(rel.ImageArchive(), filepath.Join(dir, "layout"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := image.Extract(img, filepath.Join(dir, "rootfs")); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(filepath.Join(dir, "rootfs", "nats-operator"), "--version").Output()
+	want := "v" + framework.TestReleaseVersion + " (commit " + rel.Commit + ", go"
+	if err != nil || !strings.HasPrefix(string(out), want) {
+		t.Fatalf("nats-operator --version of the release's image: %q, %v; want it to start %q", out, err, want)
+	}
+	t.Logf("the release's binary: %s", strings.TrimSpace(string(out)))
+}
+
+func testInstall(ctx context.Context, t *testing.T, s *framework.Stack, rel *framework.Release, ns string, namespaces []string) {
 	kube, nats := s.Kube, s.Nats
 
 	begin := time.Now()
 	if namespaces == nil {
-		s.KubectlApplyK(t, "")
+		// A server-side dry run creates nothing, so the objects of
+		// install.yaml in nats-system need the namespace made first.
+		s.CreateNamespace(ctx, t, "nats-system")
+		s.KubectlApplyFile(t, rel.Path(release.InstallFile), "--dry-run=server")
+		s.KubectlApplyFile(t, rel.Path(release.InstallFile))
 		s.CreateNamespace(ctx, t, ns)
 	} else {
+		s.CreateNamespace(ctx, t, "nats")
+		s.KubectlApplyFile(t, rel.Path(release.InstallNamespacedFile), "--dry-run=server")
+		objs, err := testenv.ReadManifests(rel.Path(release.InstallNamespacedFile))
+		if err != nil {
+			t.Fatal(err)
+		}
 		// The namespaces come with their Roles.
-		if err := framework.ApplyObjects(ctx, s.Env.Config, "nats-system", framework.NamespacedInstall(t, s.Env, namespaces...)...); err != nil {
+		if err := framework.ApplyObjects(ctx, s.Env.Config, "nats-system", framework.NamespacedInstallOf(t, objs, namespaces...)...); err != nil {
 			t.Fatal(err)
 		}
 		s.CreateNamespace(ctx, t, "elsewhere")
@@ -84,8 +154,12 @@ func testInstall(ctx context.Context, t *testing.T, s *framework.Stack, ns strin
 		}
 	}
 	s.WaitControllerDeployment(ctx, t)
+	s.CheckControllerImage(ctx, t, rel.Digest.String())
 	leader := s.LeaderPod(ctx, t, "")
 	t.Logf("controller Deployment Ready, pod %s leads, %s after the install", leader, time.Since(begin).Round(time.Millisecond))
+	if want := `"Starting nats-operator" version="v` + framework.TestReleaseVersion + " (commit " + rel.Commit + ","; !strings.Contains(s.ControllerLog(leader), want) {
+		t.Errorf("the leader's log does not hold %s: it runs another binary than the release's", want)
+	}
 
 	for _, name := range s.ControllerPodNames(ctx, t) {
 		pod, err := kube.CoreV1().Pods("nats-system").Get(ctx, name, metav1.GetOptions{})
@@ -168,6 +242,10 @@ func testInstall(ctx context.Context, t *testing.T, s *framework.Stack, ns strin
 	}
 
 	t.Logf("Services, PDB and status after %s", time.Since(begin).Round(time.Millisecond))
+	if namespaces == nil {
+		settled := s.WaitSettledUpToDate(ctx, t, ns, "demo", 3*time.Minute)
+		t.Logf("Ready and Settled after %s: %s", time.Since(begin).Round(time.Millisecond), framework.Conditions(settled))
+	}
 	if err := nats.ClusterV1beta1().NatsClusters(ns).Delete(ctx, "demo", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ import (
 // replace-server) under publishers on an R3 stream ORDERS and an R1 stream
 // ONE that lives on demo-1. ONE must move off demo-1 first, but on 3
 // servers $JS.API.SERVER.EVACUATE would also take demo-1's copy of ORDERS
-// for good (measured in pkg/rollout/replace_matrix_test.go), so the
+// for good (measured in pkg/rollout/matrix/replace_matrix_test.go), so the
 // replacement is held with ReplaceBlocked naming both, and nothing is
 // touched. Once ONE is raised to R3 as the hold says, demo-1 is stopped,
 // its claim and StatefulSet deleted and created again, and the annotation

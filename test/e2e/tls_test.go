@@ -178,7 +178,7 @@ func TestANewClusterHasRouteTLSAndClientTLSFromASecret(t *testing.T) {
 	}
 
 	// A plain TCP route connection: a TLS route port is TLS from its first
-	// byte (measured in pkg/rollout/tls_matrix_test.go): a CONNECT in the
+	// byte (measured in pkg/rollout/matrix/tls_matrix_test.go): a CONNECT in the
 	// clear gets not a byte back, and the connection is closed.
 	pod, err := s.Kube.CoreV1().Pods(s.NS).Get(ctx, "demo-0-0", metav1.GetOptions{})
 	if err != nil {

@@ -28,7 +28,9 @@ var (
 )
 
 // ControllerBinary builds cmd/nats-operator, the controller, once per test
-// process.
+// process, as a release builds it (static, -trimpath; internal/release) but
+// for the version: so it runs from the image ControllerImageArchive makes,
+// and a release built by a test (BuildRelease) only links again.
 func ControllerBinary(t testing.TB) string {
 	t.Helper()
 	bin, err := controllerBinary()
@@ -51,8 +53,9 @@ func controllerBinary() (string, error) {
 			return
 		}
 		binPath = filepath.Join(dir, "nats-operator")
-		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/nats-operator")
+		cmd := exec.Command("go", "build", "-trimpath", "-o", binPath, "./cmd/nats-operator")
 		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("go build ./cmd/nats-operator: %v\n%s", err, out)
 		}
@@ -76,8 +79,9 @@ func KeptDir(t testing.TB, what string) string {
 	return dir
 }
 
-// RemoveBinaries removes the controller binary built by ControllerBinary; call
-// it from TestMain after the tests ran.
+// RemoveBinaries removes the controller binary built by ControllerBinary
+// and the image ControllerImageArchive made of it; call it from TestMain
+// after the tests ran.
 func RemoveBinaries() {
 	if binPath != "" {
 		_ = os.RemoveAll(filepath.Dir(binPath))

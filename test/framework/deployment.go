@@ -7,25 +7,96 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/nats-operator/nats-operator/internal/image"
 	"github.com/nats-operator/nats-operator/internal/kubeutil"
 	"github.com/nats-operator/nats-operator/internal/poll"
 	"github.com/nats-operator/nats-operator/test/testenv"
 )
 
 // ControllerImage is the image of manifests/controller/operator.yaml.
-const ControllerImage = "ghcr.io/nats-operator/nats-operator"
+const ControllerImage = image.Repository
 
 // ControllerImages maps ControllerImage to the controller binary built
 // from this checkout, for localnode.Options.Images: the node then runs the
 // Deployment's pods as users' clusters run the image.
 func ControllerImages(t testing.TB) map[string]string {
 	return map[string]string{ControllerImage: ControllerBinary(t)}
+}
+
+var (
+	imageOnce   sync.Once
+	imageFile   string
+	imageDigest string
+	imageErr    error
+)
+
+// ControllerImageArchive makes, once per test process, the controller's
+// image (internal/image, as make image does) around ControllerBinary, and
+// returns the OCI image archive and the image's digest.
+func ControllerImageArchive(t testing.TB) (file, digest string) {
+	t.Helper()
+	bin := ControllerBinary(t)
+	imageOnce.Do(func() {
+		img, err := image.Build(image.Options{Binary: bin, Version: "dev"})
+		if err != nil {
+			imageErr = err
+			return
+		}
+		f := filepath.Join(filepath.Dir(bin), "nats-operator-image.tar")
+		d, err := image.WriteArchive(f, img, "dev")
+		imageFile, imageDigest, imageErr = f, d.String(), err
+	})
+	if imageErr != nil {
+		t.Fatalf("making the controller's image: %v", imageErr)
+	}
+	return imageFile, imageDigest
+}
+
+// ControllerImageArchives maps ControllerImage to ControllerImageArchive,
+// for localnode.Options.ImageArchives: the node then runs the Deployment's
+// pods from the image's own layer, the binary at /nats-operator in it.
+func ControllerImageArchives(t testing.TB) map[string]string {
+	t.Helper()
+	file, digest := ControllerImageArchive(t)
+	t.Logf("the controller's image: %s@%s (%s)", ControllerImage, digest, file)
+	return map[string]string{ControllerImage: file}
+}
+
+// CheckControllerImage fails t unless every controller pod reports
+// running the image of digest (its imageID), from the image's own layer.
+func (s *Stack) CheckControllerImage(ctx context.Context, t testing.TB, digest string) {
+	t.Helper()
+	list, err := s.Kube.CoreV1().Pods("nats-system").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=nats-operator"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) == 0 {
+		t.Fatal("no controller pod")
+	}
+	for _, p := range list.Items {
+		for _, c := range p.Status.ContainerStatuses {
+			if want := ControllerImage + "@" + digest; c.ImageID != want {
+				t.Errorf("controller pod %s runs image %s (%s), want %s", p.Name, c.Image, c.ImageID, want)
+			}
+		}
+	}
+}
+
+// KubectlApplyFile runs kubectl apply -f file as an administrator, with
+// extra flags (--dry-run=server).
+func (s *Stack) KubectlApplyFile(t testing.TB, file string, flags ...string) {
+	t.Helper()
+	args := append([]string{"apply", "-f", file}, flags...)
+	if out, err := s.Env.Kubectl(args...).CombinedOutput(); err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
 }
 
 // KubectlApplyK runs kubectl apply -k manifests/<dir> as an administrator.
@@ -46,8 +117,15 @@ func (s *Stack) KubectlApplyK(t testing.TB, dir string) {
 // the Deployment's --namespace listing them.
 func NamespacedInstall(t testing.TB, env *testenv.Env, namespaces ...string) []*unstructured.Unstructured {
 	t.Helper()
+	return NamespacedInstallOf(t, Kustomize(t, env, "namespaced"), namespaces...)
+}
+
+// NamespacedInstallOf is NamespacedInstall of the objects of a rendering
+// of manifests/namespaced (a release's install-namespaced.yaml).
+func NamespacedInstallOf(t testing.TB, objs []*unstructured.Unstructured, namespaces ...string) []*unstructured.Unstructured {
+	t.Helper()
 	var out []*unstructured.Unstructured
-	for _, o := range Kustomize(t, env, "namespaced") {
+	for _, o := range objs {
 		switch {
 		case o.GetKind() == "Namespace" && o.GetName() == "nats", o.GetNamespace() == "nats":
 			for _, ns := range namespaces {

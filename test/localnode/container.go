@@ -215,6 +215,21 @@ func (c *container) command(pod *corev1.Pod, vals map[string]string) (string, []
 		if len(c.spec.Command) == 0 {
 			argv = []string{binary}
 		}
+	case c.w.n.archives.has(c.spec.Image):
+		repo := imageRepository(c.spec.Image)
+		im, err := c.w.n.archives.get(repo)
+		if err != nil {
+			return "", nil, err
+		}
+		if want := referenceDigest(c.spec.Image); want != "" && want != im.digest {
+			return "", nil, fmt.Errorf("the archive of %s holds the image %s, not %s", repo, im.digest, want)
+		}
+		full, err := im.argv(argv, args)
+		if err != nil {
+			return "", nil, err
+		}
+		binary, digest = full[0], im.digest
+		argv, args = []string{full[0]}, full[1:]
 	}
 	c.w.mu.Lock()
 	if binary != "" {

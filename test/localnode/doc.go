@@ -94,10 +94,20 @@
 //     is <repository>@sha256:<digest of the binary>. Other images run their
 //     command if it is found on the host (sh, sleep), else they wait with
 //     RunContainerError. Options.Images maps other image repositories to
-//     local binaries (the e2e tests map ghcr.io/nats-operator/nats-operator,
-//     the controller's image, to the binary built from the checkout): the
-//     binary is the image's entrypoint, and a command word naming its base
-//     name becomes it. The environment is PATH, HOSTNAME, HOME,
+//     local binaries (the shared e2e stack maps
+//     ghcr.io/nats-operator/nats-operator, the controller's image, to the
+//     binary built from the checkout): the binary is the image's
+//     entrypoint, and a command word naming its base name becomes it.
+//     Options.ImageArchives maps repositories to OCI image archives
+//     (internal/image; the Deployment e2e tests run the controller's image
+//     so): the node unpacks an image's layers once, into
+//     Root/images/<digest>/rootfs, and runs the program of its entrypoint
+//     (or the container's command, a path or a name in the image's PATH)
+//     from there as a local process, with the container's args (else the
+//     image's cmd); its imageID is <repository>@<the image's digest>, and a
+//     reference pinned to another digest waits with ErrImagePull. The
+//     image's env and working directory are not applied (the controller's
+//     image has neither). The environment is PATH, HOSTNAME, HOME,
 //     KUBERNETES_SERVICE_HOST, _PORT and _PORT_HTTPS (the API server's own
 //     address: there is no kube-proxy for the kubernetes Service), envFrom
 //     and env (value, fieldRef, resourceFieldRef, configMapKeyRef,

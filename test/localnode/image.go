@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"regexp"
 	"strings"
 	"sync"
@@ -68,11 +69,11 @@ func isNATSImage(image string) bool {
 }
 
 // localImage reports whether the node runs an image as a binary of its own
-// (nats-server, the exporter or one of Options.Images) rather than a host
-// command, so that failing to get the binary is reported as a failed image
-// pull.
+// (nats-server, the exporter, one of Options.Images or of
+// Options.ImageArchives) rather than a host command, so that failing to
+// get the binary is reported as a failed image pull.
 func (n *Node) localImage(image string) bool {
-	return isNATSImage(image) || isExporterImage(image) || n.isMapped(image)
+	return isNATSImage(image) || isExporterImage(image) || n.isMapped(image) || n.archives.has(image)
 }
 
 // isMapped reports whether Options.Images maps the image's repository.
@@ -100,6 +101,13 @@ func (n *Node) commandWord(image string) string {
 	case isExporterImage(image):
 		return exporterCommand
 	case n.isMapped(image):
+		return imageBase(image)
+	case n.archives.has(image):
+		// The base name of the entrypoint's program, once the image is
+		// unpacked (it is before its container starts).
+		if im := n.archives.peek(imageRepository(image)); im != nil && len(im.config.Entrypoint) > 0 {
+			return path.Base(im.config.Entrypoint[0])
+		}
 		return imageBase(image)
 	}
 	return "nats-server"

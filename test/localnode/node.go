@@ -50,6 +50,19 @@ type Options struct {
 	// the Dockerfile's); a command word naming the binary's base name
 	// (/nats-operator) becomes the binary.
 	Images map[string]string
+	// ImageArchives maps an image repository to an OCI image archive
+	// (internal/image.WriteArchive) that containers of any tag of it run
+	// from: the node unpacks the image's layers once, into
+	// Root/images/<digest>/rootfs (kept for later nodes on the same
+	// Root), and runs the program of the image's entrypoint (or the
+	// container's command), a file of that rootfs, as a local process
+	// with the container's args (else the image's cmd) and env; it must
+	// run on this machine as it is, as the static binary of the
+	// controller's image does. A reference with a digest other than the
+	// archive's image's is not pulled (ErrImagePull); imageID is
+	// <repository>@<the image's digest>. A repository may not be in both
+	// Images and ImageArchives.
+	ImageArchives map[string]string
 	// BackoffBase and BackoffMax bound the restart backoff of a container:
 	// the first restart is immediate, then BackoffBase doubling up to
 	// BackoffMax; default 1s and 30s (the kubelet uses 10s and 5m).
@@ -80,6 +93,7 @@ type Node struct {
 	binaries *binaries
 	exporter *binaries
 	mapped   *binaries
+	archives *archives
 	// apiHost and apiPort are the API server's address, given to pods as
 	// KUBERNETES_SERVICE_HOST and _PORT: there is no kube-proxy to carry
 	// the kubernetes Service's virtual IP there.
@@ -145,12 +159,17 @@ func New(cfg *rest.Config, opts Options) (*Node, error) {
 	if opts.StopSignalDelay == 0 {
 		opts.StopSignalDelay = 250 * time.Millisecond
 	}
+	for repo := range opts.ImageArchives {
+		if _, ok := opts.Images[repo]; ok {
+			return nil, fmt.Errorf("localnode: image repository %q is in both Options.Images and Options.ImageArchives", repo)
+		}
+	}
 	root, err := filepath.Abs(opts.Root)
 	if err != nil {
 		return nil, err
 	}
 	opts.Root = root
-	for _, d := range []string{"pods", "pvc", "logs"} {
+	for _, d := range []string{"pods", "pvc", "logs", "images"} {
 		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
 			return nil, err
 		}
@@ -179,6 +198,7 @@ func New(cfg *rest.Config, opts Options) (*Node, error) {
 		binaries: &binaries{find: opts.BinaryForVersion, paths: map[string]string{}, digests: map[string]string{}},
 		exporter: &binaries{find: func(string) (string, error) { return opts.ExporterBinary() }, paths: map[string]string{}, digests: map[string]string{}},
 		mapped:   &binaries{find: opts.mappedBinary, paths: map[string]string{}, digests: map[string]string{}},
+		archives: newArchives(root, opts.ImageArchives),
 		workers:  map[types.UID]*podWorker{},
 		finished: map[types.UID]bool{},
 		stopped:  make(chan struct{}),
