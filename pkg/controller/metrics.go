@@ -96,7 +96,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Seconds from the last sync that found a NatsCluster's gate closed to the start of the step it then let through, by kind: " +
 				"an upper bound of how long the controller took to act once the gate opened. Steps not preceded by a wait at the gate, " +
 				"forced or through a closed gate, and the first step after a controller restart (the time is kept in memory) are not observed.",
-			Buckets: []float64{0.05, 0.1, 0.25, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10, 30, 60, 120, 300},
+			Buckets: []float64{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10, 30, 60, 120, 300},
 		}, []string{"kind"}),
 		StepDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "nats_operator_step_duration_seconds",

@@ -16,24 +16,33 @@ func TestRequeueAfter(t *testing.T) {
 	settled := observe.Verdict{Status: metav1.ConditionTrue, Reason: clusterv1beta1.ReasonAllGroupsCurrent}
 	silent := observe.Verdict{Status: metav1.ConditionFalse, Reason: clusterv1beta1.ReasonServersSilent}
 	for _, tc := range []struct {
-		name string
-		d    rollout.Decision
-		v    observe.Verdict
-		want time.Duration
+		name  string
+		d     rollout.Decision
+		v     observe.Verdict
+		since time.Duration // since Progressing last changed
+		want  time.Duration
 	}{
 		{"a settled, up-to-date cluster holding nothing is at rest: every 2 minutes",
-			rollout.Decision{Progressing: upToDate}, settled, DefaultRestRequeue},
-		{"an up-to-date cluster that is not settled is looked at every 30 s",
-			rollout.Decision{Progressing: upToDate}, silent, heldRequeue},
+			rollout.Decision{Progressing: upToDate}, settled, time.Hour, DefaultRestRequeue},
+		{"an up-to-date cluster that has not settled for 10 minutes is looked at every 30 s",
+			rollout.Decision{Progressing: upToDate}, silent, 10 * time.Minute, heldRequeue},
+		{"an up-to-date cluster not settled 2 s after its rollout ended is looked at within a second",
+			rollout.Decision{Progressing: upToDate}, silent, 2 * time.Second, inFlightRequeue},
+		{"an up-to-date cluster not settled 20 s after its rollout ended is looked at in 5 s",
+			rollout.Decision{Progressing: upToDate}, silent, 20 * time.Second, 5 * time.Second},
+		{"an up-to-date cluster not settled 2 minutes after its rollout ended is looked at every 30 s",
+			rollout.Decision{Progressing: upToDate}, silent, 2 * time.Minute, heldRequeue},
+		{"a settled, up-to-date cluster just after its rollout is at rest",
+			rollout.Decision{Progressing: upToDate}, settled, time.Second, DefaultRestRequeue},
 		{"a held cluster is looked at every 30 s, settled or not",
-			rollout.Decision{Progressing: metav1.Condition{Status: metav1.ConditionFalse, Reason: clusterv1beta1.ReasonRolloutPaused}, Hold: &rollout.Hold{}}, settled, heldRequeue},
+			rollout.Decision{Progressing: metav1.Condition{Status: metav1.ConditionFalse, Reason: clusterv1beta1.ReasonRolloutPaused}, Hold: &rollout.Hold{}}, settled, time.Second, heldRequeue},
 		{"an up-to-date cluster with a hold is looked at every 30 s",
-			rollout.Decision{Progressing: upToDate, Hold: &rollout.Hold{}}, settled, heldRequeue},
+			rollout.Decision{Progressing: upToDate, Hold: &rollout.Hold{}}, settled, time.Second, heldRequeue},
 		{"a rollout in flight is looked at within a second",
-			rollout.Decision{Progressing: metav1.Condition{Status: metav1.ConditionTrue, Reason: clusterv1beta1.ReasonRollingRestart}, Soon: true}, settled, inFlightRequeue},
+			rollout.Decision{Progressing: metav1.Condition{Status: metav1.ConditionTrue, Reason: clusterv1beta1.ReasonRollingRestart}, Soon: true}, settled, time.Second, inFlightRequeue},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := requeueAfter(tc.d, tc.v, DefaultRestRequeue); got != tc.want {
+			if got := requeueAfter(tc.d, tc.v, DefaultRestRequeue, tc.since); got != tc.want {
 				t.Errorf("requeueAfter = %s, want %s", got, tc.want)
 			}
 		})
