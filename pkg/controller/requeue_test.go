@@ -48,3 +48,42 @@ func TestRequeueAfter(t *testing.T) {
 		})
 	}
 }
+
+func TestNearlySettledLooksAgainSoon(t *testing.T) {
+	waitingOnSettled := rollout.Decision{Soon: true, Rollout: &clusterv1beta1.RolloutStatus{Gate: &clusterv1beta1.Gate{WaitingFor: clusterv1beta1.GateSettled}}}
+	catchingUp := observe.Verdict{Status: metav1.ConditionFalse, Reason: clusterv1beta1.ReasonGroupsCatchingUp}
+	group := func(leader string, members ...observe.Member) observe.Group {
+		return observe.Group{Kind: observe.GroupStream, Name: "ORDERS", Leader: leader, Members: members}
+	}
+	current := func(n string) observe.Member { return observe.Member{Name: n, Current: true} }
+	behind := func(n string, lag uint64) observe.Member { return observe.Member{Name: n, Lag: lag} }
+	for _, tc := range []struct {
+		name   string
+		d      rollout.Decision
+		v      observe.Verdict
+		groups []observe.Group
+		want   bool
+	}{
+		{"a member 1 operation behind while the step waits on Settled", waitingOnSettled, catchingUp,
+			[]observe.Group{group("demo-1", current("demo-0"), current("demo-1"), behind("demo-2", 1))}, true},
+		{"a member 5000 operations behind is catching up for real", waitingOnSettled, catchingUp,
+			[]observe.Group{group("demo-1", current("demo-0"), current("demo-1"), behind("demo-2", 5000))}, false},
+		{"an offline member is not nearly current", waitingOnSettled, catchingUp,
+			[]observe.Group{group("demo-1", current("demo-0"), current("demo-1"), observe.Member{Name: "demo-2", Offline: true})}, false},
+		{"a group without a leader is not nearly settled", waitingOnSettled, catchingUp,
+			[]observe.Group{group("", current("demo-0"), behind("demo-2", 1))}, false},
+		{"nothing behind (a server's /healthz or the meta leader unnamed closes it) is not this case", waitingOnSettled, catchingUp,
+			[]observe.Group{group("demo-1", current("demo-0"), current("demo-1"))}, false},
+		{"a gate waiting on PodsReady is left to the pod's event",
+			rollout.Decision{Soon: true, Rollout: &clusterv1beta1.RolloutStatus{Gate: &clusterv1beta1.Gate{WaitingFor: clusterv1beta1.GatePodsReady}}}, catchingUp,
+			[]observe.Group{group("demo-1", current("demo-0"), behind("demo-2", 1))}, false},
+		{"no rollout waiting (up to date, settling) is not this case", rollout.Decision{}, catchingUp,
+			[]observe.Group{group("demo-1", current("demo-0"), behind("demo-2", 1))}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := nearlySettled(tc.d, &observe.Snapshot{Verdict: tc.v, Groups: tc.groups}); got != tc.want {
+				t.Errorf("nearlySettled = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
