@@ -214,6 +214,7 @@ func New(ctx context.Context, o Options) *Controller {
 		restRequeue:         cmp.Or(o.RestRequeue, DefaultRestRequeue),
 		pauseBeforeStep:     o.PauseBeforeStep,
 		podTemplatePolicy:   o.PodTemplatePolicy,
+		reloadSends:         pacer{first: reloadFirstResend},
 		synced: []cache.InformerSynced{
 			inf.Clusters.Informer().HasSynced, inf.OperatorTrusts.Informer().HasSynced,
 			inf.AccountTrusts.Informer().HasSynced, inf.StatefulSets.Informer().HasSynced,

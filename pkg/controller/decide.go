@@ -114,6 +114,11 @@ func (f *facts) running() []render.RunningServer {
 		r := render.RunningServer{Ordinal: so.ordinal, StatefulSet: so.statefulSet, ConfigMap: so.configMap}
 		if so.configMap != nil {
 			r.Config = []byte(so.configMap.Data[render.ConfigKey])
+			if from, ok := so.configMap.Annotations[clusterv1beta1.AnnotationStagedFrom]; ok {
+				// Staged ahead of its reload: the server runs the config
+				// the annotation keeps, not the one its file holds.
+				r.Config = []byte(from)
+			}
 		}
 		if r.Config != nil || r.StatefulSet != nil {
 			out = append(out, r)
@@ -258,6 +263,7 @@ func planInput(f *facts, out *render.Output, snap *observe.Snapshot, blocked *ro
 			claimChange(f, so, target.StatefulSet, &s)
 			s.ConfigRevision = run.ConfigRevision
 			s.Running = rollout.ConfigFacts(run.Facts)
+			s.StagedRevision = stagedRevision(so.configMap)
 		}
 		if srv, ok := snap.Server(so.name); ok && srv.Answered {
 			s.Answered = true

@@ -20,6 +20,7 @@ package controller
 // says which, and what that enables.
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -129,34 +130,76 @@ func formatReload(rev string, phase rollout.ReloadPhase, at time.Time, msg strin
 
 // pacer remembers when a request was last sent, per key (server and
 // revision of a reload, server and phase of a removal), so a request whose
-// effect the cluster does not show yet is resent at most every
-// reloadResendEvery.
+// effect the cluster does not show yet is resent with a backoff: first
+// after first, then doubling up to every reloadResendEvery. The zero pacer
+// resends every reloadResendEvery.
 type pacer struct {
-	mu   sync.Mutex
-	last map[string]time.Time
+	// first is the gap after the first send; zero means reloadResendEvery.
+	first time.Duration
+	mu    sync.Mutex
+	sent  map[string]pacerEntry
 }
 
-// due says whether a reload of key should be sent now, and records it.
+type pacerEntry struct {
+	last time.Time
+	gap  time.Duration
+}
+
+// reloadFirstResend is the gap after the first reload request of a server
+// onto a revision: a file the kubelet updates within a second (the local
+// node, a ConfigMap staged a step earlier) is reloaded within about that,
+// not after reloadResendEvery (hack/bench-rollout.sh: a server-tag change
+// took about 6 s a server when every resend waited 5 s).
+const reloadFirstResend = 250 * time.Millisecond
+
+// pacerForget is how long a key nothing asked about is remembered; long
+// enough that a backoff at reloadResendEvery is not started over.
+const pacerForget = 10 * reloadResendEvery
+
+// due says whether the request of key should be sent now, and records it.
 func (r *pacer) due(key string, now time.Time) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.last == nil {
-		r.last = map[string]time.Time{}
+	if r.sent == nil {
+		r.sent = map[string]pacerEntry{}
 	}
-	if t, ok := r.last[key]; ok && now.Sub(t) < reloadResendEvery {
+	e, ok := r.sent[key]
+	if ok && now.Sub(e.last) < e.gap {
 		return false
 	}
-	// A key sent reloadResendEvery ago is due again whether remembered or
-	// not: forgetting it changes nothing, and keeps the map to the keys of
-	// the last reloadResendEvery (servers, revisions and clusters that are
-	// gone would otherwise stay forever).
-	for k, t := range r.last {
-		if now.Sub(t) >= reloadResendEvery {
-			delete(r.last, k)
+	// Keys of servers, revisions and clusters that are gone would
+	// otherwise stay forever; one forgotten is only sent at once.
+	for k, o := range r.sent {
+		if now.Sub(o.last) >= pacerForget {
+			delete(r.sent, k)
 		}
 	}
-	r.last[key] = now
+	switch {
+	case !ok || r.first <= 0:
+		e.gap = cmp.Or(r.first, reloadResendEvery)
+	default:
+		e.gap = min(2*e.gap, reloadResendEvery)
+	}
+	e.last = now
+	r.sent[key] = e
 	return true
+}
+
+// untilDue is how long until key is due again; zero when it is due now or
+// was never sent.
+func (r *pacer) untilDue(key string, now time.Time) time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, ok := r.sent[key]
+	if !ok {
+		return 0
+	}
+	return max(0, e.last.Add(e.gap).Sub(now))
+}
+
+// reloadKey is a reload's key in reloadSends.
+func reloadKey(nc *clusterv1beta1.NatsCluster, r *rollout.ReloadStep) string {
+	return nc.Namespace + "/" + nc.Name + "/" + r.Server + "/" + r.Revision
 }
 
 // reload executes a Reload step.
@@ -191,13 +234,17 @@ func (c *Controller) reload(ctx context.Context, p *plan, step *rollout.Step) er
 			return err
 		}
 	}
-	if !c.reloadSends.due(nc.Namespace+"/"+r.Server+"/"+r.Revision, now) {
+	if !c.reloadSends.due(reloadKey(nc, r), now) {
+		c.stage(ctx, p, r.Stage)
 		return nil
 	}
 	sys, err := c.observer.System(ctx, p.reloadVia)
 	if err == nil {
 		err = act.Reload(ctx, sys, r.Server)
 	}
+	// After the request: this server's reload does not wait for the
+	// others' writes.
+	defer c.stage(ctx, p, r.Stage)
 	var refused *act.ReloadRefusedError
 	switch {
 	case errors.As(err, &refused):
@@ -215,6 +262,72 @@ func (c *Controller) reload(ctx context.Context, p *plan, step *rollout.Step) er
 		logger.V(2).Info("Asked the server to reload its config")
 	}
 	return nil
+}
+
+// maxStagedConfig is the largest config kept in AnnotationStagedFrom (the
+// API server allows 256 KiB of annotations per object); a server whose
+// config is larger is not staged, and its ConfigMap is written at its own
+// step.
+const maxStagedConfig = 128 << 10
+
+// stage writes the target ConfigMap of each named server ahead of its
+// reload (rollout.ReloadStep.Stage), keeping the config it runs in
+// AnnotationStagedFrom. It is only ahead of time: a server not staged
+// (a write that fails, a config too large, a route CA that changes with it,
+// which its ConfigMap's annotation must keep saying until the server runs
+// it) gets its ConfigMap at its own step, so a failure is logged, not
+// returned.
+func (c *Controller) stage(ctx context.Context, p *plan, names []string) {
+	logger := klog.FromContext(ctx)
+	for _, name := range names {
+		i, ok := render.ServerOrdinal(p.facts.nc.Name, name)
+		if !ok || int(i) >= len(p.facts.servers) || int(i) >= len(p.out.Servers) {
+			continue
+		}
+		so, want := &p.facts.servers[i], p.out.Servers[i].ConfigMap
+		got := so.configMap
+		if got == nil || so.statefulSet == nil || want == nil ||
+			got.Annotations[clusterv1beta1.AnnotationRoutesCA] != want.Annotations[clusterv1beta1.AnnotationRoutesCA] {
+			continue
+		}
+		runs, staged := got.Annotations[clusterv1beta1.AnnotationStagedFrom]
+		if !staged {
+			runs = got.Data[render.ConfigKey]
+		}
+		if len(runs) > maxStagedConfig {
+			logger.V(2).Info("Not staging the config of a server: the config it runs is too large to keep in an annotation", "server", name, "bytes", len(runs))
+			continue
+		}
+		updated := got.DeepCopy()
+		updated.Labels, updated.Data = want.Labels, want.Data
+		if updated.Annotations == nil {
+			updated.Annotations = map[string]string{}
+		}
+		updated.Annotations[clusterv1beta1.AnnotationStagedFrom] = runs
+		_, err := c.kubeClient.CoreV1().ConfigMaps(updated.Namespace).Update(ctx, updated, metav1.UpdateOptions{FieldManager: FieldManager})
+		c.countWrite("configmaps", "update")
+		if err != nil {
+			logger.V(2).Info("Could not stage the config of a server; it is written at its own step", "server", name, "err", err)
+			continue
+		}
+		logger.V(2).Info("Staged the config of a server ahead of its reload", "server", name, "configmap", klog.KObj(updated))
+	}
+}
+
+// stagedRevision is the revision of the config staged in a server's
+// ConfigMap ahead of its reload; empty when none is.
+func stagedRevision(cm *corev1.ConfigMap) string {
+	if cm == nil {
+		return ""
+	}
+	if _, ok := cm.Annotations[clusterv1beta1.AnnotationStagedFrom]; !ok {
+		return ""
+	}
+	rc, err := render.ReadConfig([]byte(cm.Data[render.ConfigKey]), "")
+	if err != nil {
+		return ""
+	}
+	return rc.Revision
 }
 
 // annotateReload writes the reload annotation on a server's StatefulSet with

@@ -44,27 +44,53 @@ func reportingOwn(out *render.Output) *observe.Snapshot {
 	return snap
 }
 
+// taggedCluster is the example cluster without auth running its system
+// user (secret), rendered before (outOld) and after (outNew) other server
+// tags, which reload; nc has the tags in its spec and outOld's revision in
+// its status.
+func taggedCluster(t *testing.T) (nc *clusterv1beta1.NatsCluster, secret runtime.Object, outOld, outNew *render.Output) {
+	t.Helper()
+	old := rt.NewCluster("ns", "demo")
+	secret, err := newSystemUserSecret(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outOld = withSystemUser(t, old, secret)
+	nc = rt.NewCluster("ns", "demo", rt.ServerTag("az", "a"))
+	nc.Status.Config = &clusterv1beta1.ConfigStatus{Revision: outOld.Revision, AppliedBy: clusterv1beta1.AppliedByRestart}
+	return nc, secret, outOld, withSystemUser(t, nc, secret)
+}
+
 // A cluster without auth running its system user, with other server tags in
 // its spec: the sync reloads the server the planner names (demo-2): it
 // records the reload on its StatefulSet, then writes its ConfigMap, and
 // restarts nothing (the fake observer cannot reach $SYS, so the request is
 // left for the next sync).
 func TestSyncStartsAReloadBeforeWritingTheConfigMap(t *testing.T) {
-	old := rt.NewCluster("ns", "demo")
-	secret, err := newSystemUserSecret(old)
-	if err != nil {
-		t.Fatal(err)
-	}
-	outOld := withSystemUser(t, old, secret)
-	nc := rt.NewCluster("ns", "demo", rt.ServerTag("az", "a"))
-	nc.Status.Config = &clusterv1beta1.ConfigStatus{Revision: outOld.Revision, AppliedBy: clusterv1beta1.AppliedByRestart}
+	nc, secret, outOld, outNew := taggedCluster(t)
 	f := newFixture(t, nc, append(running(t, outOld), secret)...)
 	f.snap = reportingOwn(outOld)
 	acts := f.sync()
-	assertActions(t, acts, "patch statefulsets demo-2", "update configmaps demo-2-config", "update natsclusters/status demo")
+	assertActions(t, acts, "patch statefulsets demo-2", "update configmaps demo-2-config",
+		"update configmaps demo-1-config", "update configmaps demo-0-config", "update natsclusters/status demo")
 	patch := string(acts[0].(core.PatchAction).GetPatch())
 	if !strings.Contains(patch, clusterv1beta1.AnnotationReload) || !strings.Contains(patch, " Started ") {
 		t.Errorf("StatefulSet patch %s, want the reload annotation Started", patch)
+	}
+	if cm := acts[1].(core.UpdateAction).GetObject().(*corev1.ConfigMap); cm.Annotations[clusterv1beta1.AnnotationStagedFrom] != "" {
+		t.Errorf("the reloaded server's ConfigMap carries %s; it runs what the ConfigMap holds", clusterv1beta1.AnnotationStagedFrom)
+	}
+	// The servers that reload next are staged: their ConfigMaps hold the
+	// target, and keep what they run.
+	for i, a := range acts[2:4] {
+		cm := a.(core.UpdateAction).GetObject().(*corev1.ConfigMap)
+		ord := 1 - i
+		if got, want := cm.Data[render.ConfigKey], outNew.Servers[ord].ConfigMap.Data[render.ConfigKey]; got != want {
+			t.Errorf("staged %s holds %q, want the target %q", cm.Name, got, want)
+		}
+		if got, want := cm.Annotations[clusterv1beta1.AnnotationStagedFrom], outOld.Servers[ord].ConfigMap.Data[render.ConfigKey]; got != want {
+			t.Errorf("staged %s keeps %q as what it runs, want %q", cm.Name, got, want)
+		}
 	}
 	st := writtenStatus(acts)
 	if p := meta.FindStatusCondition(st.Status.Conditions, clusterv1beta1.ConditionProgressing); p == nil || p.Reason != clusterv1beta1.ReasonReloading || p.Message != "reloading demo-2 (1 of 3)" {
@@ -72,19 +98,50 @@ func TestSyncStartsAReloadBeforeWritingTheConfigMap(t *testing.T) {
 	}
 }
 
+// A staged server is read as running the config its ConfigMap's
+// annotation keeps: after demo-2's reload is Done, demo-1 (staged) is
+// reloaded next, its ConfigMap written again without the annotation, and
+// nothing is staged again.
+func TestSyncReloadsAStagedServerFromWhatItRuns(t *testing.T) {
+	nc, secret, outOld, outNew := taggedCluster(t)
+	objs := running(t, outOld)
+	for i, o := range objs {
+		switch o := o.(type) {
+		case *appsv1.StatefulSet:
+			if o.Name == "demo-2" {
+				o.Annotations[clusterv1beta1.AnnotationReload] = formatReload(outNew.Servers[2].Revision, rollout.ReloadDone, time.Now(), "")
+			}
+		case *corev1.ConfigMap:
+			ord := map[string]int{"demo-0-config": 0, "demo-1-config": 1, "demo-2-config": 2}[o.Name]
+			cm := outNew.Servers[ord].ConfigMap.DeepCopy()
+			if ord < 2 {
+				if cm.Annotations == nil {
+					cm.Annotations = map[string]string{}
+				}
+				cm.Annotations[clusterv1beta1.AnnotationStagedFrom] = o.Data[render.ConfigKey]
+			}
+			objs[i] = cm
+		}
+	}
+	f := newFixture(t, nc, append(objs, secret)...)
+	f.snap = reportingOwn(outOld)
+	f.snap.Servers[2].ConfigRevision = outNew.Servers[2].Revision
+	acts := f.sync()
+	assertActions(t, acts, "patch statefulsets demo-1", "update configmaps demo-1-config", "update natsclusters/status demo")
+	if cm := acts[1].(core.UpdateAction).GetObject().(*corev1.ConfigMap); cm.Annotations[clusterv1beta1.AnnotationStagedFrom] != "" {
+		t.Errorf("demo-1's ConfigMap still carries %s after its own Reload step", clusterv1beta1.AnnotationStagedFrom)
+	}
+	st := writtenStatus(acts)
+	if p := meta.FindStatusCondition(st.Status.Conditions, clusterv1beta1.ConditionProgressing); p == nil || p.Reason != clusterv1beta1.ReasonReloading || p.Message != "reloading demo-1 (2 of 3)" {
+		t.Errorf("Progressing %+v, want Reloading: reloading demo-1 (2 of 3)", p)
+	}
+}
+
 // Once the reloaded server reports its target revision, the sync records
 // the reload Done (a metadata patch) and emits ServerReloaded; nothing else
 // is written to the server.
 func TestSyncRecordsAConfirmedReloadDone(t *testing.T) {
-	old := rt.NewCluster("ns", "demo")
-	secret, err := newSystemUserSecret(old)
-	if err != nil {
-		t.Fatal(err)
-	}
-	outOld := withSystemUser(t, old, secret)
-	nc := rt.NewCluster("ns", "demo", rt.ServerTag("az", "a"))
-	nc.Status.Config = &clusterv1beta1.ConfigStatus{Revision: outOld.Revision, AppliedBy: clusterv1beta1.AppliedByRestart}
-	outNew := withSystemUser(t, nc, secret)
+	nc, secret, outOld, outNew := taggedCluster(t)
 	objs := running(t, outOld)
 	for i, o := range objs {
 		switch o := o.(type) {
@@ -165,5 +222,36 @@ func TestSystemAccessStatus(t *testing.T) {
 		if got.Via != c.via || !slices.Equal(got.Operations, c.ops) || got.Message != c.msg {
 			t.Errorf("%s: %+v, want via %s operations %v message %q", c.name, got, c.via, c.ops, c.msg)
 		}
+	}
+}
+
+// A reload request is resent after reloadFirstResend, then at doubling
+// gaps up to reloadResendEvery; untilDue says when; a removal's pacer (no
+// first gap) resends every reloadResendEvery.
+func TestPacerBacksOffFromTheFirstResend(t *testing.T) {
+	p := &pacer{first: reloadFirstResend}
+	at := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
+	now := at
+	var sends []time.Duration
+	for now.Sub(at) < 20*time.Second {
+		if p.due("ns/demo/demo-2/rev", now) {
+			sends = append(sends, now.Sub(at))
+			if d := p.untilDue("ns/demo/demo-2/rev", now); d <= 0 || d > reloadResendEvery {
+				t.Fatalf("untilDue right after a send = %s, want within (0, %s]", d, reloadResendEvery)
+			}
+		}
+		now = now.Add(50 * time.Millisecond)
+	}
+	want := []time.Duration{0, 250 * time.Millisecond, 750 * time.Millisecond, 1750 * time.Millisecond,
+		3750 * time.Millisecond, 7750 * time.Millisecond, 12750 * time.Millisecond, 17750 * time.Millisecond}
+	if !slices.Equal(sends, want) {
+		t.Errorf("sends at %v, want %v", sends, want)
+	}
+	flat := &pacer{}
+	if !flat.due("k", at) || flat.due("k", at.Add(reloadResendEvery-time.Millisecond)) || !flat.due("k", at.Add(reloadResendEvery)) {
+		t.Error("the zero pacer does not resend every reloadResendEvery")
+	}
+	if d := (&pacer{}).untilDue("never-sent", at); d != 0 {
+		t.Errorf("untilDue of a key never sent = %s, want 0", d)
 	}
 }

@@ -145,7 +145,8 @@ func (c *Controller) restartServer(ctx context.Context, so *serverObjects, targe
 // configMapDiffers says whether a server's ConfigMap differs from the target
 // in what the controller writes (data and labels).
 func configMapDiffers(got, want *corev1.ConfigMap) bool {
-	return !apiequality.Semantic.DeepEqual(got.Data, want.Data) || !apiequality.Semantic.DeepEqual(got.Labels, want.Labels)
+	_, staged := got.Annotations[clusterv1beta1.AnnotationStagedFrom]
+	return staged || !apiequality.Semantic.DeepEqual(got.Data, want.Data) || !apiequality.Semantic.DeepEqual(got.Labels, want.Labels)
 }
 
 func (c *Controller) writeConfigMap(ctx context.Context, got, want *corev1.ConfigMap) error {
@@ -166,6 +167,9 @@ func (c *Controller) writeConfigMap(ctx context.Context, got, want *corev1.Confi
 	} else {
 		delete(updated.Annotations, clusterv1beta1.AnnotationRoutesCA)
 	}
+	// Written at the server's own step: what it runs is this config (or
+	// will be once it restarts or reloads), no longer a staged one.
+	delete(updated.Annotations, clusterv1beta1.AnnotationStagedFrom)
 	_, err := c.kubeClient.CoreV1().ConfigMaps(updated.Namespace).Update(ctx, updated, metav1.UpdateOptions{FieldManager: FieldManager})
 	c.countWrite("configmaps", "update")
 	if err != nil {

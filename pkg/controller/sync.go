@@ -208,6 +208,13 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	if len(w.failed) > 0 {
 		requeue = min(requeue, heldRequeue)
 	}
+	if s := decision.Step; s != nil && s.Kind == rollout.Reload && s.Reload != nil && !s.Reload.Confirmed {
+		// A reload waiting for its server to report the target: look again
+		// when the request is due to be resent (backing off from
+		// reloadFirstResend), so a reload that took is confirmed within
+		// that, not a second later.
+		requeue = min(requeue, max(c.reloadSends.untilDue(reloadKey(nc, s.Reload), time.Now()), cacheCatchUp))
+	}
 	return renewBy(requeue, f.systemCredsRenew, now.Time), c.writeStatus(ctx, nc, status)
 }
 

@@ -96,7 +96,7 @@ func TestPlanHoldsBeforeARestartThatStopsARaftGroupsWrites(t *testing.T) {
 			name: "a reload restarts nothing and is not held",
 			in:   cluster(3, metaCurrent, canReload, tagged, asset("ORDERS", r2, r2)),
 			want: want{
-				step:   &Step{Kind: Reload, Reload: &ReloadStep{Server: "demo-2", Revision: newRev}},
+				step:   &Step{Kind: Reload, Reload: &ReloadStep{Server: "demo-2", Revision: newRev, Stage: []string{"demo-1", "demo-0"}}},
 				status: metav1.ConditionTrue, reason: clusterv1beta1.ReasonReloading, anyRollout: true,
 				changes: []ChangeKind{ChangeServerTags},
 			},

@@ -153,7 +153,7 @@ func (p *planner) continueReload() (Decision, bool) {
 		msg += fmt.Sprintf("; waiting for it to report revision %s", rev)
 	}
 	return p.decision(Decision{
-		Step: &Step{Kind: Reload, Reload: &ReloadStep{Server: s.Name, Revision: rev, Confirmed: confirmed}},
+		Step: &Step{Kind: Reload, Reload: &ReloadStep{Server: s.Name, Revision: rev, Confirmed: confirmed, Stage: p.stage(rest)}},
 		Rollout: &clusterv1beta1.RolloutStatus{
 			TargetRevision: p.in.TargetRevision,
 			Updated:        names(p.stepped),
@@ -168,7 +168,7 @@ func (p *planner) continueReload() (Decision, bool) {
 func (p *planner) reloadStep(s ServerState, rest []ServerState) Decision {
 	msg := fmt.Sprintf("reloading %s (%d of %d)", s.Name, p.done+1, p.total)
 	return p.decision(Decision{
-		Step: &Step{Kind: Reload, Reload: &ReloadStep{Server: s.Name, Revision: p.in.targetOf(s)}},
+		Step: &Step{Kind: Reload, Reload: &ReloadStep{Server: s.Name, Revision: p.in.targetOf(s), Stage: p.stage(rest)}},
 		Rollout: &clusterv1beta1.RolloutStatus{
 			TargetRevision: p.in.TargetRevision,
 			Updated:        names(p.stepped),
@@ -177,6 +177,21 @@ func (p *planner) reloadStep(s ServerState, rest []ServerState) Decision {
 		},
 		Progressing: condition(metav1.ConditionTrue, clusterv1beta1.ReasonReloading, msg),
 	})
+}
+
+// stage names the servers of rest whose own steps would be reloads and
+// whose target is not staged yet (ReloadStep.Stage); nil when none.
+func (p *planner) stage(rest []ServerState) []string {
+	var out []string
+	for _, s := range rest {
+		if s.StagedRevision == p.in.targetOf(s) || p.in.reloadInFlight(s) {
+			continue
+		}
+		if ok, _ := p.reloadable(s); ok {
+			out = append(out, s.Name)
+		}
+	}
+	return out
 }
 
 // applied is how the rollout that ends up to date reached the servers:

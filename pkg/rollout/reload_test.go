@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -256,5 +257,77 @@ func TestAppliedBy(t *testing.T) {
 	d = Plan(restarted)
 	if d.Progressing.Reason != clusterv1beta1.ReasonUpToDate || d.AppliedBy != clusterv1beta1.AppliedByRestart || d.RestartReason != "another nats-server version (2.15.2 -> 2.15.3) cannot be reloaded" {
 		t.Errorf("every server restarted: %s %q, appliedBy %q, restartReason %q; want UpToDate, Restart, the carried reason", d.Progressing.Reason, d.Progressing.Message, d.AppliedBy, d.RestartReason)
+	}
+}
+
+// TestReloadStagesTheServersThatReloadNext: a Reload step names the other
+// servers whose own steps would be reloads and whose target is not staged
+// yet, so their ConfigMaps are written at once and each reloads at its turn
+// without waiting for the kubelet to update its file.
+func TestReloadStagesTheServersThatReloadNext(t *testing.T) {
+	staged := func(names ...string) opt {
+		return func(in *Input) {
+			for _, n := range names {
+				server(in, n).StagedRevision = newRev
+			}
+		}
+	}
+	tests := []struct {
+		name   string
+		in     Input
+		server string
+		stage  []string
+	}{
+		{
+			name:   "the first reload stages every other server, in the order they step",
+			in:     cluster(3, tagged, canReload),
+			server: "demo-2", stage: []string{"demo-1", "demo-0"},
+		},
+		{
+			name:   "a server staged already is not staged again",
+			in:     cluster(3, tagged, canReload, staged("demo-1")),
+			server: "demo-2", stage: []string{"demo-0"},
+		},
+		{
+			name:   "a reload in flight with the others staged stages nothing",
+			in:     cluster(3, tagged, canReload, staged("demo-1", "demo-0"), reloadAt("demo-2", ReloadStarted, time.Second, "")),
+			server: "demo-2",
+		},
+		{
+			name: "a reload in flight stages a server whose staged config is of an earlier target",
+			in: cluster(3, tagged, canReload, reloadAt("demo-2", ReloadStarted, time.Second, ""), staged("demo-0"), func(in *Input) {
+				server(in, "demo-1").StagedRevision = "an-earlier-target"
+			}),
+			server: "demo-2", stage: []string{"demo-1"},
+		},
+		{
+			name: "a server whose own step is a restart (its pod template changes) is not staged",
+			in: cluster(3, tagged, canReload, func(in *Input) {
+				server(in, "demo-0").TemplateRevision = "an-older-template"
+			}),
+			server: "demo-2", stage: []string{"demo-1"},
+		},
+		{
+			name: "a server whose ConfigMap is ahead of what it runs is not staged: it restarts",
+			in: cluster(3, tagged, canReload, func(in *Input) {
+				server(in, "demo-1").ConfigRevision = "written-by-a-step-cut-short"
+			}),
+			server: "demo-2", stage: []string{"demo-0"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := Plan(tt.in)
+			if d.Step == nil || d.Step.Kind != Reload || d.Step.Reload == nil || d.Step.Reload.Server != tt.server {
+				t.Fatalf("Step = %+v, want a Reload of %s; Progressing %q", d.Step, tt.server, d.Progressing.Message)
+			}
+			if got := d.Step.Reload.Stage; !slices.Equal(got, tt.stage) {
+				t.Errorf("Stage = %q, want %q", got, tt.stage)
+			}
+		})
+	}
+	// Restarts stage nothing: a version change is no reload.
+	if d := Plan(cluster(3, upgraded, canReload)); d.Step == nil || d.Step.Kind != RestartOne || d.Step.Reload != nil {
+		t.Errorf("a version change: Step = %+v, want a restart with no reload payload", d.Step)
 	}
 }

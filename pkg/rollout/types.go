@@ -181,6 +181,11 @@ type ServerState struct {
 	// Reload is the last config reload of the server (its StatefulSet's
 	// reload annotation); zero when none.
 	Reload ServerReload
+	// StagedRevision is the revision of the config staged in its ConfigMap
+	// ahead of its reload (ReloadStep.Stage), which the server does not run
+	// yet; empty when nothing is staged. ConfigRevision and Running are
+	// then those of the config it runs.
+	StagedRevision string
 	// Running are the facts of the config this server runs: the config it was
 	// last given (its ConfigMap, which changes only at its own step). Ignored
 	// unless Created.
@@ -371,6 +376,16 @@ type ReloadStep struct {
 	// Confirmed says the server already reports Revision: record the reload
 	// Done and send nothing.
 	Confirmed bool
+	// Stage are the servers still to be reloaded onto their target in
+	// this rollout whose ConfigMaps may be written now, ahead of their own
+	// steps, each keeping the config it runs (AnnotationStagedFrom): the
+	// kubelet then updates their mounted files while this server reloads,
+	// and each is reloaded at its turn without waiting for its file. Only
+	// servers whose own step would be a reload are staged: a staged file
+	// changes nothing until its server is asked to reload, and a server
+	// that restarts meanwhile starts on a config that reloads from the one
+	// it ran.
+	Stage []string
 }
 
 // RemoveServerStep is the payload of a RemoveServer step.

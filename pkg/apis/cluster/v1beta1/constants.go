@@ -303,6 +303,14 @@ const (
 	// the change was found reloadable; it is metadata, so writing it
 	// restarts nothing.
 	AnnotationReload = "cluster.nats-operator.io/reload"
+	// AnnotationStagedFrom is the ConfigMap annotation of a server whose
+	// next config was staged ahead of its reload: the ConfigMap already
+	// holds the config the server will be reloaded onto (so the kubelet
+	// updates the mounted file while earlier servers reload), and this
+	// annotation holds the config the server still runs, which the
+	// controller reads as what it runs until its own Reload step rewrites
+	// the ConfigMap without it.
+	AnnotationStagedFrom = "cluster.nats-operator.io/staged-from"
 )
 
 // Gate checks, in the order the planner evaluates them.
