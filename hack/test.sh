@@ -132,6 +132,13 @@ run_matrix "$matrix_run" > "$report_dir/matrix.out" 2>&1 &
 matrix_pid=$!
 
 set -e
+# The e2e framework builds the controller (go build -trimpath) inside the
+# tests, under their deadlines: built here first, a cold machine's compile
+# (minutes on 2 busy cores) is out of them, and the tests' build is a cache
+# hit. (A cold run with other work beside it once spent a 10-minute test
+# deadline waiting for the shared stack's build.)
+phase "building the controller the tests start"
+go build -trimpath -o /dev/null ./cmd/nats-operator
 phase "go test"
 # -json through hack/testreport: it prints what plain go test prints (each
 # package's ok/FAIL line, failed tests' output in full), keeps the JSON,
