@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -43,14 +42,6 @@ const (
 	// cost, only in that window: an observation (4 requests per server)
 	// every 100 ms, and a status write when the lag in its message moves.
 	catchUpRequeue = 100 * time.Millisecond
-	// podWaitRequeue: while a step waits at the gate and a server's pod is
-	// not Ready (a restart in progress), observe every 5 s: the pod's own
-	// events (created, started, Ready) sync the cluster at once, and the
-	// gate cannot open before that pod is Ready. With 100 clusters rolling
-	// at once, polling each every second kept the workers busy observing
-	// restarts that had not finished, and clusters waited in the queue to
-	// start (hack/bench-scale.sh).
-	podWaitRequeue = 5 * time.Second
 	// nearlyCurrentLag is how far behind (Raft operations) a member may be
 	// for the cluster to count as nearly settled; a member catching up a
 	// stream that far behind takes more than catchUpRequeue to get current.
@@ -211,9 +202,6 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		sinceProgressing = now.Sub(p.LastTransitionTime.Time)
 	}
 	requeue := requeueAfter(decision, snap.Verdict, c.restRequeue, sinceProgressing)
-	if waitsForAPod(decision, p.input) {
-		requeue = max(requeue, podWaitRequeue)
-	}
 	if nearlySettled(decision, snap) {
 		requeue = min(requeue, catchUpRequeue)
 	}
@@ -332,18 +320,6 @@ func (c *Controller) trustCurrent(status *clusterv1beta1.NatsClusterStatus, nc *
 		c.recorder.Event(nc, corev1.EventTypeWarning, clusterv1beta1.ReasonJWTExpiresSoon, msg)
 	}
 	c.setCondition(status, nc, clusterv1beta1.ConditionTrustCurrent, metav1.ConditionFalse, clusterv1beta1.ReasonJWTExpiresSoon, msg)
-}
-
-// waitsForAPod says the decision waits at the gate, with no step taken,
-// while the pod of a server is missing or not Ready: that pod's events
-// bring the next sync, so polling can wait (podWaitRequeue).
-func waitsForAPod(d rollout.Decision, in rollout.Input) bool {
-	if d.Step != nil || d.Hold != nil || d.Rollout == nil || d.Rollout.Gate == nil || d.Rollout.Gate.WaitingFor == "" {
-		return false
-	}
-	return slices.ContainsFunc(in.Servers, func(s rollout.ServerState) bool {
-		return s.Created && !s.Stopped && (!s.PodExists || !s.PodReady)
-	})
 }
 
 // nearlySettled says a step waits at the gate on Settled only for members a
