@@ -294,23 +294,15 @@ func (c *Controller) stage(ctx context.Context, p *plan, names []string) {
 		if !staged {
 			runs = got.Data[render.ConfigKey]
 		}
-		if len(runs) > maxStagedConfig {
-			logger.V(2).Info("Not staging the config of a server: the config it runs is too large to keep in an annotation", "server", name, "bytes", len(runs))
+		if runs == "" || len(runs) > maxStagedConfig {
+			logger.V(2).Info("Not staging the config of a server: the config it runs is empty or too large to keep in an annotation", "server", name, "bytes", len(runs))
 			continue
 		}
-		updated := got.DeepCopy()
-		updated.Labels, updated.Data = want.Labels, want.Data
-		if updated.Annotations == nil {
-			updated.Annotations = map[string]string{}
-		}
-		updated.Annotations[clusterv1beta1.AnnotationStagedFrom] = runs
-		_, err := c.kubeClient.CoreV1().ConfigMaps(updated.Namespace).Update(ctx, updated, metav1.UpdateOptions{FieldManager: FieldManager})
-		c.countWrite("configmaps", "update")
-		if err != nil {
+		if err := c.updateConfigMap(ctx, got, want, runs); err != nil {
 			logger.V(2).Info("Could not stage the config of a server; it is written at its own step", "server", name, "err", err)
 			continue
 		}
-		logger.V(2).Info("Staged the config of a server ahead of its reload", "server", name, "configmap", klog.KObj(updated))
+		logger.V(2).Info("Staged the config of a server ahead of its reload", "server", name)
 	}
 }
 

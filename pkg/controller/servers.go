@@ -154,6 +154,13 @@ func (c *Controller) writeConfigMap(ctx context.Context, got, want *corev1.Confi
 		_, err := c.createConfigMap(ctx, want)
 		return err
 	}
+	return c.updateConfigMap(ctx, got, want, "")
+}
+
+// updateConfigMap updates got to want's data, labels and route CA. stagedFrom
+// is, for a config staged ahead of its server's reload, the config the
+// server still runs (AnnotationStagedFrom); empty at the server's own step.
+func (c *Controller) updateConfigMap(ctx context.Context, got, want *corev1.ConfigMap, stagedFrom string) error {
 	updated := got.DeepCopy()
 	updated.Labels = want.Labels
 	updated.Data = want.Data
@@ -167,9 +174,16 @@ func (c *Controller) writeConfigMap(ctx context.Context, got, want *corev1.Confi
 	} else {
 		delete(updated.Annotations, clusterv1beta1.AnnotationRoutesCA)
 	}
-	// Written at the server's own step: what it runs is this config (or
-	// will be once it restarts or reloads), no longer a staged one.
-	delete(updated.Annotations, clusterv1beta1.AnnotationStagedFrom)
+	if stagedFrom != "" {
+		if updated.Annotations == nil {
+			updated.Annotations = map[string]string{}
+		}
+		updated.Annotations[clusterv1beta1.AnnotationStagedFrom] = stagedFrom
+	} else {
+		// Written at the server's own step: what it runs is this config
+		// (or will be once it restarts or reloads), no longer a staged one.
+		delete(updated.Annotations, clusterv1beta1.AnnotationStagedFrom)
+	}
 	_, err := c.kubeClient.CoreV1().ConfigMaps(updated.Namespace).Update(ctx, updated, metav1.UpdateOptions{FieldManager: FieldManager})
 	c.countWrite("configmaps", "update")
 	if err != nil {
