@@ -124,11 +124,12 @@ func TestUnconfirmedReloadBecomesARestart(t *testing.T) {
 		return fmt.Errorf("status.rollout %+v; %s", nc.Status.Rollout, framework.Conditions(nc))
 	})
 	t.Logf("status.rollout.restartReason: %s", why)
-	// Servers are reloaded highest ordinal first, so demo-2 is the first to
-	// be given the 5 s window, and no file is refreshed within it.
+	// No file is refreshed within any server's window; the first reloaded
+	// is the highest ordinal that is not the JetStream meta leader (which
+	// steps last), so the reason names whichever server that is.
 	server, rest, ok := strings.Cut(why, " did not report revision ")
-	if !ok || server != "demo-2" || !strings.HasSuffix(rest, " within 5s of its reload") {
-		t.Fatalf("restartReason %q, want demo-2 named with the 5s timeout", why)
+	if !ok || !slices.Contains([]string{"demo-0", "demo-1", "demo-2"}, server) || !strings.HasSuffix(rest, " within 5s of its reload") {
+		t.Fatalf("restartReason %q, want a server of demo named with the 5s timeout", why)
 	}
 	pod := server + "-0"
 	poll.Eventually(t, 2*time.Minute, 250*time.Millisecond, pod+" restarted", func() error {
