@@ -103,6 +103,9 @@ type Controller struct {
 
 	// queue holds the keys of NatsClusters to sync.
 	queue workqueue.TypedRateLimitingInterface[cache.ObjectName]
+	// finishing counts the syncs whose writes and report go on after their
+	// worker took the next key (processNextWorkItem).
+	finishing sync.WaitGroup
 	// recorder emits Events on NatsClusters.
 	recorder record.EventRecorder
 	// metrics counts writes and steps.
@@ -308,6 +311,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	logger.Info("Shutting down workers, draining the queue")
 	c.queue.ShutDownWithDrain()
 	wg.Wait()
+	c.finishing.Wait()
 	c.observer.Close()
 	logger.Info("Workers stopped")
 	return nil
@@ -352,14 +356,42 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	if shutdown {
 		return false
 	}
-	defer c.queue.Done(key)
-	token := c.health.SyncStarted(time.Now())
-	defer func() { c.health.SyncFinished(token, time.Now()) }()
-
+	start := time.Now()
+	token := c.health.SyncStarted(start)
 	logger := klog.LoggerWithValues(klog.FromContext(ctx), "natscluster", key.String())
 	syncCtx, cancel := drainContext(klog.NewContext(ctx, logger), DrainTimeout)
-	defer cancel()
-	requeueAfter, err := c.sync(syncCtx, key)
+	end := func(requeueAfter time.Duration, err error) {
+		cancel()
+		logger.V(4).Info("Finished syncing", "duration", time.Since(start))
+		c.health.SyncFinished(token, time.Now())
+		c.requeue(ctx, key, requeueAfter, err)
+		c.queue.Done(key)
+	}
+	finish, requeueAfter, err := c.prepare(syncCtx, key)
+	if finish == nil {
+		end(requeueAfter, err)
+		return true
+	}
+	// The writes and the report go on without the worker, which takes the
+	// next NatsCluster: a step's writes are a few API requests in a row,
+	// and a fleet whose clusters all step at once would otherwise start
+	// its last cluster's rollout only after every other cluster's writes
+	// (issue 37: 4 workers, 100 clusters, 33 s). The key is Done only when
+	// they are, so the queue still never hands one NatsCluster to two
+	// syncs at once, and a shutdown's drain (ShutDownWithDrain) waits for
+	// them.
+	c.finishing.Add(1)
+	go func() {
+		defer c.finishing.Done()
+		defer utilruntime.HandleCrash()
+		end(finish(syncCtx))
+	}()
+	return true
+}
+
+// requeue puts key back as a sync's outcome says: rate limited after an
+// error, after requeueAfter, or not at all.
+func (c *Controller) requeue(ctx context.Context, key cache.ObjectName, requeueAfter time.Duration, err error) {
 	switch {
 	case err != nil:
 		utilruntime.HandleErrorWithContext(ctx, err, "Error syncing; requeuing for later retry", "objectReference", key)
@@ -370,7 +402,6 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	default:
 		c.queue.Forget(key)
 	}
-	return true
 }
 
 func (c *Controller) enqueueCluster(obj interface{}) {

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -83,6 +84,52 @@ func TestNearlySettledLooksAgainSoon(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := nearlySettled(tc.d, &observe.Snapshot{Verdict: tc.v, Groups: tc.groups}); got != tc.want {
 				t.Errorf("nearlySettled = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// A step waiting at the gate while a server's pod is missing or not Ready
+// polls every podWaitRequeue: the pod's events bring the next sync.
+func TestWaitingForAPodPollsLess(t *testing.T) {
+	waiting := func(gate string) rollout.Decision {
+		return rollout.Decision{Soon: true, Progressing: metav1.Condition{Status: metav1.ConditionTrue, Reason: clusterv1beta1.ReasonRollingRestart},
+			Rollout: &clusterv1beta1.RolloutStatus{Gate: &clusterv1beta1.Gate{WaitingFor: gate}}}
+	}
+	servers := func(ready ...bool) rollout.Input {
+		var in rollout.Input
+		for i, r := range ready {
+			in.Servers = append(in.Servers, rollout.ServerState{Name: fmt.Sprintf("demo-%d", i), Created: true, PodExists: true, PodReady: r})
+		}
+		return in
+	}
+	stepped := waiting(clusterv1beta1.GateSettled)
+	stepped.Step = &rollout.Step{Kind: rollout.RestartOne, Servers: []string{"demo-2"}}
+	for _, tc := range []struct {
+		name string
+		d    rollout.Decision
+		in   rollout.Input
+		want bool
+	}{
+		{"waiting on Settled with a pod not Ready", waiting(clusterv1beta1.GateSettled), servers(true, true, false), true},
+		{"waiting on PodsReady", waiting(clusterv1beta1.GatePodsReady), servers(true, false, true), true},
+		{"waiting on Settled with every pod Ready: NATS, not a pod, opens the gate", waiting(clusterv1beta1.GateSettled), servers(true, true, true), false},
+		{"a step taken", stepped, servers(true, true, false), false},
+		{"not waiting at a gate", rollout.Decision{Soon: true}, servers(true, true, false), false},
+		{"a pod missing", waiting(clusterv1beta1.GateObserved), func() rollout.Input {
+			in := servers(true, true, true)
+			in.Servers[2].PodExists, in.Servers[2].PodReady = false, false
+			return in
+		}(), true},
+		{"a server scaled to 0 is not waited for", waiting(clusterv1beta1.GateSettled), func() rollout.Input {
+			in := servers(true, true, false)
+			in.Servers[2].Stopped = true
+			return in
+		}(), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := waitsForAPod(tc.d, tc.in); got != tc.want {
+				t.Errorf("waitsForAPod = %t, want %t", got, tc.want)
 			}
 		})
 	}

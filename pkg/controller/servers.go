@@ -75,35 +75,42 @@ func (c *Controller) createStatefulSet(ctx context.Context, want *appsv1.Statefu
 	return sts, nil
 }
 
+// stepStatefulSet returns the server's StatefulSet as its step writes it,
+// nil when there is none yet or its template and labels already are the
+// target's (and it runs). It is asked first in dry run: a template the API
+// server refuses (an admission policy, a quota) is refused before the
+// ConfigMap changes, so no server ever gets the new config under its old
+// image and resources (the kubelet updates a mounted ConfigMap without a
+// restart, and a crash would start on it).
+func (c *Controller) stepStatefulSet(ctx context.Context, so *serverObjects, target *render.Server) (*appsv1.StatefulSet, error) {
+	if so.statefulSet == nil || (apiequality.Semantic.DeepEqual(so.statefulSet.Spec.Template, target.StatefulSet.Spec.Template) &&
+		apiequality.Semantic.DeepEqual(so.statefulSet.Labels, target.StatefulSet.Labels) && !stopped(so.statefulSet)) {
+		return nil, nil
+	}
+	updated := so.statefulSet.DeepCopy()
+	updated.Labels = target.StatefulSet.Labels
+	updated.Spec.Template = target.StatefulSet.Spec.Template
+	updated.Spec.UpdateStrategy = target.StatefulSet.Spec.UpdateStrategy
+	// A server a scale-down stopped is started again.
+	updated.Spec.Replicas = target.StatefulSet.Spec.Replicas
+	_, err := c.kubeClient.AppsV1().StatefulSets(updated.Namespace).Update(ctx, updated,
+		metav1.UpdateOptions{FieldManager: FieldManager, DryRun: []string{metav1.DryRunAll}})
+	if err != nil && !dryRunUnsupported(err) {
+		return nil, writeError("updating", "StatefulSet", updated, err)
+	}
+	return updated, nil
+}
+
 // restartServer moves one server to the target: its ConfigMap, then its
-// StatefulSet template; the StatefulSet controller replaces the pod. A pod
+// StatefulSet template (updated, from stepStatefulSet); the StatefulSet
+// controller replaces the pod. A pod
 // still on another revision whose template already matched (a step cut
 // short, or a pod the StatefulSet controller will not replace because it is
 // not Ready) is deleted, with its UID as precondition, so a pod is never
 // restarted twice by one step.
-func (c *Controller) restartServer(ctx context.Context, so *serverObjects, target *render.Server) error {
+func (c *Controller) restartServer(ctx context.Context, so *serverObjects, target *render.Server, updated *appsv1.StatefulSet) error {
 	revision := target.Revision
 	logger := klog.FromContext(ctx)
-	var updated *appsv1.StatefulSet
-	if so.statefulSet != nil && (!apiequality.Semantic.DeepEqual(so.statefulSet.Spec.Template, target.StatefulSet.Spec.Template) ||
-		!apiequality.Semantic.DeepEqual(so.statefulSet.Labels, target.StatefulSet.Labels) || stopped(so.statefulSet)) {
-		updated = so.statefulSet.DeepCopy()
-		updated.Labels = target.StatefulSet.Labels
-		updated.Spec.Template = target.StatefulSet.Spec.Template
-		updated.Spec.UpdateStrategy = target.StatefulSet.Spec.UpdateStrategy
-		// A server a scale-down stopped is started again.
-		updated.Spec.Replicas = target.StatefulSet.Spec.Replicas
-		// Asked first in dry run: a template the API server refuses (an
-		// admission policy, a quota) is refused before the ConfigMap
-		// changes, so no server ever gets the new config under its old
-		// image and resources (the kubelet updates a mounted ConfigMap
-		// without a restart, and a crash would start on it).
-		_, err := c.kubeClient.AppsV1().StatefulSets(updated.Namespace).Update(ctx, updated,
-			metav1.UpdateOptions{FieldManager: FieldManager, DryRun: []string{metav1.DryRunAll}})
-		if err != nil && !dryRunUnsupported(err) {
-			return writeError("updating", "StatefulSet", updated, err)
-		}
-	}
 	if so.configMap == nil || configMapDiffers(so.configMap, target.ConfigMap) {
 		if err := c.writeConfigMap(ctx, so.configMap, target.ConfigMap); err != nil {
 			return err

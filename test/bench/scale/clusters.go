@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
@@ -102,7 +103,7 @@ type waitResult struct {
 	maxStart time.Duration
 }
 
-// waitUpToDate polls every 500 ms until every cluster is Ready, Settled and
+// waitUpToDate looks every 500 ms (at the watch b.clusters) until every cluster is Ready, Settled and
 // Progressing=False UpToDate for its generation on version; sample is
 // called at each poll.
 func (b *bench) waitUpToDate(ctx context.Context, start time.Time, version string, timeout time.Duration, sample func()) (waitResult, error) {
@@ -114,14 +115,13 @@ func (b *bench) waitUpToDate(ctx context.Context, start time.Time, version strin
 		if sample != nil {
 			sample()
 		}
-		list, err := b.nats.ClusterV1beta1().NatsClusters("").List(ctx, metav1.ListOptions{})
+		list, err := b.clusters.List(labels.Everything())
 		if err != nil {
 			return res, err
 		}
 		now := time.Now()
 		var notDone string
-		for i := range list.Items {
-			nc := &list.Items[i]
+		for _, nc := range list {
 			key := nc.Namespace + "/" + nc.Name
 			if _, ok := doneAt[key]; ok {
 				continue

@@ -19,6 +19,7 @@ import (
 	"k8s.io/klog/v2"
 
 	versioned "github.com/nats-operator/nats-operator/pkg/generated/clientset/versioned"
+	natsinformers "github.com/nats-operator/nats-operator/pkg/generated/informers/externalversions"
 	"github.com/nats-operator/nats-operator/test/localnode"
 	"github.com/nats-operator/nats-operator/test/testenv"
 )
@@ -139,6 +140,15 @@ func run(ctx context.Context, o options) error {
 		env:  env,
 		kube: kubernetes.NewForConfigOrDie(cfg),
 		nats: versioned.NewForConfigOrDie(cfg),
+	}
+	factory := natsinformers.NewSharedInformerFactory(b.nats, 0)
+	b.clusters = factory.Cluster().V1beta1().NatsClusters().Lister()
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return fmt.Errorf("watching %v: the cache did not sync", typ)
+		}
 	}
 
 	say("building and starting the controller as ServiceAccount nats-system/nats-operator")

@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	versioned "github.com/nats-operator/nats-operator/pkg/generated/clientset/versioned"
+	clusterlisters "github.com/nats-operator/nats-operator/pkg/generated/listers/cluster/v1beta1"
 	"github.com/nats-operator/nats-operator/test/testenv"
 )
 
@@ -22,6 +23,10 @@ type bench struct {
 	env  *testenv.Env
 	kube kubernetes.Interface
 	nats versioned.Interface
+	// clusters is a watch of every NatsCluster: the waits read it, so
+	// that the bench's own looking is not a List of 100 NatsClusters
+	// twice a second on the API server the controller shares.
+	clusters clusterlisters.NatsClusterLister
 }
 
 // neverScheduled is the nodeSelector of the unrelated pods: no node has the
