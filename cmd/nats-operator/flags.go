@@ -17,7 +17,7 @@ import (
 func registerFlags(fs *flag.FlagSet, o *options) {
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "Path to a kubeconfig. Empty: the in-cluster config.")
 	fs.StringVar(&o.namespace, "namespace", "", "Namespaces to watch, comma-separated (each listed and watched on its own, so Roles in them suffice: see manifests/namespaced). Empty: all namespaces.")
-	fs.IntVar(&o.workers, "workers", 2, "Number of NatsClusters synced in parallel.")
+	fs.IntVar(&o.workers, "workers", 2, "Number of NatsClusters observed and decided in parallel; the writes a sync decided go on without holding a worker.")
 	fs.BoolVar(&o.leaderElect, "leader-elect", true, "Elect a leader with a Lease before syncing, so only one replica acts.")
 	fs.StringVar(&o.leaseName, "leader-elect-lease-name", "nats-operator", "Name of the leader election Lease.")
 	fs.StringVar(&o.leaseNamespace, "leader-elect-namespace", "", "Namespace of the Lease. Empty: the pod's namespace, else --namespace, else nats-system.")
