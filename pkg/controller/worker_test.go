@@ -78,7 +78,7 @@ func TestAWorkerDoesNotWaitForTheWrites(t *testing.T) {
 	if !c.processNextWorkItem(ctx) {
 		t.Fatal("the queue shut down")
 	}
-	c.finishingWait(t, func() bool { return len(got()) > 0 }, "b's sync")
+	waitFor(t, func() bool { return len(got()) > 0 }, "b's sync")
 	if f := got(); f[0] != "b" {
 		t.Fatalf("syncs finished %v: the worker synced a again while a's writes were in flight", f)
 	}
@@ -99,9 +99,9 @@ func TestAWorkerDoesNotWaitForTheWrites(t *testing.T) {
 	}
 }
 
-// finishingWait waits until done says so (the reactors run on the finish
+// waitFor waits until done says so (the reactors run on the finish
 // goroutines), failing after 30 s with what.
-func (c *Controller) finishingWait(t *testing.T, done func() bool, what string) {
+func waitFor(t *testing.T, done func() bool, what string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for !done() {
