@@ -8,10 +8,17 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// cacheCatchUp is how soon a sync that found the cache behind the
-// controller's own last write looks again (the informer's event for that
-// write usually comes first).
+// cacheCatchUp is the shortest wait before a reload is looked at again.
 const cacheCatchUp = 100 * time.Millisecond
+
+// cacheBehindRequeue is how soon a sync that found the cache behind the
+// controller's own last write looks again if nothing else brings it: the
+// informer's event for that write enqueues the cluster as soon as the
+// cache holds it (an event during the sync makes the queue hand the key out
+// again once the sync is done), so this is only a fallback. It was 100 ms,
+// a spin: with 100 clusters changed at once, 2,220 syncs of a 40 s fleet
+// change found the cache behind, each one of them again 100 ms later.
+const cacheBehindRequeue = time.Second
 
 // cacheCatchUpLimit bounds the wait for the cache: past it the sync goes on
 // with what the cache holds, and a stale write fails with a conflict as it

@@ -156,7 +156,7 @@ func (c *Controller) prepare(ctx context.Context, key cache.ObjectName) (finishF
 	}
 	if c.ownWrites.cacheBehind(key, nc.ResourceVersion, time.Now()) {
 		logger.V(4).Info("The cache has not seen this controller's last write yet; looking again shortly", "resourceVersion", nc.ResourceVersion)
-		return nil, cacheCatchUp, nil
+		return nil, cacheBehindRequeue, nil
 	}
 
 	if nc.DeletionTimestamp != nil && !hasFinalizer(nc) {
@@ -333,7 +333,7 @@ func (c *Controller) writeStatus(ctx context.Context, nc *clusterv1beta1.NatsClu
 		return fmt.Errorf("updating status of NatsCluster %s: %w", klog.KObj(nc), err)
 	}
 	c.ownWrites.wrote(cache.MetaObjectToName(nc), nc.ResourceVersion, time.Now())
-	klog.FromContext(ctx).V(2).Info("Updated status")
+	klog.FromContext(ctx).V(2).Info("Updated status", "changed", statusChanges(&nc.Status, status))
 	return nil
 }
 

@@ -101,6 +101,8 @@ type waitResult struct {
 	// maxStart is the longest a cluster waited, from start, before it was
 	// first seen Progressing=True.
 	maxStart time.Duration
+	// doneAt is when each cluster (namespace/name) was seen done.
+	doneAt map[string]time.Time
 }
 
 // waitUpToDate looks every 500 ms (at the watch b.clusters) until every cluster is Ready, Settled and
@@ -148,6 +150,7 @@ func (b *bench) waitUpToDate(ctx context.Context, start time.Time, version strin
 		}
 		if len(doneAt) >= b.o.clusters {
 			res.all = now.Sub(start)
+			res.doneAt = doneAt
 			return res, nil
 		}
 		if time.Since(lastReport) > 15*time.Second {
@@ -184,6 +187,7 @@ func (b *bench) versionChange(ctx context.Context, ctrl *controller, workers int
 		}
 	}
 	say("changing spec.version of %d clusters %s -> %s", b.o.clusters, from, to)
+	b.pods.arm()
 	start := time.Now()
 	patch := []byte(fmt.Sprintf(`{"spec":{"version":%q}}`, to))
 	err := b.forEachCluster(func(ns, name string) error {
@@ -207,6 +211,12 @@ func (b *bench) versionChange(ctx context.Context, ctrl *controller, workers int
 	figure(p+"_slowest_cluster_rollout_seconds", round(res.slowest.Seconds(), 1), "s")
 	figure(p+"_longest_wait_to_progressing_seconds", round(res.maxStart.Seconds(), 1), "s")
 	figure(p+"_workqueue_depth_max", depthMax, "items")
+	// Where each cluster's time went, from its pod's events (podPhases).
+	for _, ph := range b.pods.phases(start, res.doneAt) {
+		figure(p+"_phase_"+ph.name+"_clusters", len(ph.d), "clusters")
+		figure(p+"_phase_"+ph.name+"_p50_seconds", round(quantile(ph.d, 0.5).Seconds(), 1), "s")
+		figure(p+"_phase_"+ph.name+"_max_seconds", round(quantile(ph.d, 1).Seconds(), 1), "s")
+	}
 	for _, h := range []string{"workqueue_queue_duration_seconds", "workqueue_work_duration_seconds"} {
 		hb, ha := histogram(before, h), histogram(after, h)
 		d := ha.minus(hb)

@@ -8,16 +8,20 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
+	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
 	versioned "github.com/nats-operator/nats-operator/pkg/generated/clientset/versioned"
 	natsinformers "github.com/nats-operator/nats-operator/pkg/generated/informers/externalversions"
 	"github.com/nats-operator/nats-operator/test/localnode"
@@ -141,14 +145,31 @@ func run(ctx context.Context, o options) error {
 		kube: kubernetes.NewForConfigOrDie(cfg),
 		nats: versioned.NewForConfigOrDie(cfg),
 	}
+	// The informers stop before Shutdown waits for them (Shutdown blocks
+	// until their goroutines end, which is when their stop channel closes:
+	// with ctx's, the bench hung after "done").
+	informersCtx, stopInformers := context.WithCancel(ctx)
 	factory := natsinformers.NewSharedInformerFactory(b.nats, 0)
 	b.clusters = factory.Cluster().V1beta1().NatsClusters().Lister()
-	factory.Start(ctx.Done())
+	factory.Start(informersCtx.Done())
 	defer factory.Shutdown()
-	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			return fmt.Errorf("watching %v: the cache did not sync", typ)
-		}
+	defer stopInformers()
+	if err := synced(factory.WaitForCacheSync(ctx.Done())); err != nil {
+		return err
+	}
+	// The servers' pods, for where a cluster's rollout spends its time.
+	b.pods = newPodPhases()
+	podFactory := kubeinformers.NewSharedInformerFactoryWithOptions(b.kube, 0, kubeinformers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.LabelSelector = clusterv1beta1.LabelCluster
+	}))
+	if _, err := podFactory.Core().V1().Pods().Informer().AddEventHandler(b.pods.handler()); err != nil {
+		return err
+	}
+	podFactory.Start(informersCtx.Done())
+	defer podFactory.Shutdown()
+	defer stopInformers()
+	if err := synced(podFactory.WaitForCacheSync(ctx.Done())); err != nil {
+		return err
 	}
 
 	say("building and starting the controller as ServiceAccount nats-system/nats-operator")
@@ -208,4 +229,14 @@ func memTotalGiB() float64 {
 		}
 	}
 	return 0
+}
+
+// synced says which informer's cache did not sync, if one did not.
+func synced(m map[reflect.Type]bool) error {
+	for typ, ok := range m {
+		if !ok {
+			return fmt.Errorf("watching %v: the cache did not sync", typ)
+		}
+	}
+	return nil
 }

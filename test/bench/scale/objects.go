@@ -27,6 +27,8 @@ type bench struct {
 	// that the bench's own looking is not a List of 100 NatsClusters
 	// twice a second on the API server the controller shares.
 	clusters clusterlisters.NatsClusterLister
+	// pods times the phases of each cluster's pod in a version change.
+	pods *podPhases
 }
 
 // neverScheduled is the nodeSelector of the unrelated pods: no node has the
