@@ -115,6 +115,12 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
+	// Events get a client, and so a client-side rate limit, of their own
+	// (controller.Options.EventClient).
+	eventClient, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -133,7 +139,7 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	ctrl := controller.New(ctx, controller.Options{
-		KubeClient: kubeClient, NatsClient: natsClient, Informers: inf.Informers, Dynamic: dyn, Metrics: metrics,
+		KubeClient: kubeClient, EventClient: eventClient, NatsClient: natsClient, Informers: inf.Informers, Dynamic: dyn, Metrics: metrics,
 		ControllerNamespace: o.controllerNamespace, ReloadTimeout: o.reloadTimeout, RestRequeue: o.restRequeue, SystemUserLifetime: o.systemUserLifetime,
 		PauseBeforeStep: o.pauseBeforeStep, LeaseNamespace: leaseNamespace(o),
 		PodTemplatePolicy:  policy,
