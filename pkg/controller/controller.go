@@ -154,8 +154,8 @@ type Options struct {
 	// step's requests: with 100 clusters stepping at once the step's
 	// requests waited on that limit.
 	EventClient kubernetes.Interface
-	NatsClient versioned.Interface
-	Informers  Informers
+	NatsClient  versioned.Interface
+	Informers   Informers
 	// Dynamic reaches cert-manager's Certificates and prometheus-operator's
 	// PodMonitors; nil without (spec.tls.certificate is then held).
 	Dynamic dynamic.Interface
@@ -205,11 +205,7 @@ func New(ctx context.Context, o Options) *Controller {
 
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartStructuredLogging(0)
-	eventClient := o.EventClient
-	if eventClient == nil {
-		eventClient = kubeClient
-	}
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: eventClient.CoreV1().Events("")})
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cmp.Or(o.EventClient, kubeClient).CoreV1().Events("")})
 	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "nats-operator"})
 
 	RegisterWorkqueueMetrics(metrics)
