@@ -333,7 +333,13 @@ func (c *Controller) writeStatus(ctx context.Context, nc *clusterv1beta1.NatsClu
 		return fmt.Errorf("updating status of NatsCluster %s: %w", klog.KObj(nc), err)
 	}
 	c.ownWrites.wrote(cache.MetaObjectToName(nc), nc.ResourceVersion, time.Now())
-	klog.FromContext(ctx).V(2).Info("Updated status", "changed", statusChanges(&nc.Status, status))
+	logger := klog.FromContext(ctx)
+	logger.V(2).Info("Updated status", "changed", statusChanges(&nc.Status, status))
+	if v := logger.V(4); v.Enabled() {
+		if s := meta.FindStatusCondition(status.Conditions, clusterv1beta1.ConditionSettled); s != nil {
+			v.Info("Settled is now", "reason", s.Reason, "message", s.Message)
+		}
+	}
 	return nil
 }
 

@@ -257,6 +257,9 @@ func (b *bench) scenario(ctx context.Context, sc scenarioSpec) error {
 			figure(fmt.Sprintf("%s_%s_mean_seconds", p, hist.name), round(d.sum/d.count, 3), "s")
 		}
 	}
+	// Status writes: one per change a sync finds (pkg/controller
+	// status_pace.go spaces those that change only messages).
+	figure(p+"_status_writes", apiWrites(after, "natsclusters/status")-apiWrites(before, "natsclusters/status"), "writes")
 	if n := otherSteps(before, after); n != 0 {
 		fmt.Printf("# %s: %v steps of kinds other than %s\n", p, n, restartOne)
 	}
