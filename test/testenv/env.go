@@ -40,6 +40,9 @@ type Options struct {
 	// collector, StatefulSets, ...).
 	// Pods stay Pending: there is no node or scheduler.
 	ControllerManager bool
+	// ControllerManagerArgs are more arguments of kube-controller-manager
+	// (the scale benchmark's --kcm-args: "--kube-api-qps=100").
+	ControllerManagerArgs []string
 	// CRDDir is the directory of CRD manifests to install; default
 	// <repo>/manifests/crds.
 	CRDDir string
@@ -452,19 +455,20 @@ func (e *Env) startControllerManager(ctx context.Context) error {
 		return err
 	}
 	return e.startRetrying(ctx, "kube-controller-manager", func() (*process, error) {
-		return startProcess("kube-controller-manager", e.Dir, filepath.Join(e.BinDir, "kube-controller-manager"),
-			"--kubeconfig="+e.KubeconfigPath,
-			"--authentication-kubeconfig="+e.KubeconfigPath,
-			"--authorization-kubeconfig="+e.KubeconfigPath,
+		args := []string{
+			"--kubeconfig=" + e.KubeconfigPath,
+			"--authentication-kubeconfig=" + e.KubeconfigPath,
+			"--authorization-kubeconfig=" + e.KubeconfigPath,
 			"--bind-address=127.0.0.1",
 			"--secure-port=0",
 			"--leader-elect=false",
 			// The endpoint and EndpointSlice controllers would only report that
 			// pod addresses on loopback are invalid for EndpointSlices.
 			"--controllers=*,-serviceaccount-token,-endpointslice-controller,-endpointslice-mirroring-controller,-endpoints-controller",
-			"--service-account-private-key-file="+e.ServiceAccountKeyFile,
-			"--root-ca-file="+e.CAFile,
-		)
+			"--service-account-private-key-file=" + e.ServiceAccountKeyFile,
+			"--root-ca-file=" + e.CAFile,
+		}
+		return startProcess("kube-controller-manager", e.Dir, filepath.Join(e.BinDir, "kube-controller-manager"), append(args, e.Options.ControllerManagerArgs...)...)
 	}, func(ctx context.Context) error {
 		// The serviceaccount controller makes each namespace's default
 		// ServiceAccount; once it exists the controllers are running.

@@ -40,6 +40,7 @@ type options struct {
 	toVersion     string
 	keep          bool
 	extraArgs     string
+	kcmArgs       string
 	jetStream     bool
 }
 
@@ -57,6 +58,7 @@ func main() {
 	flag.BoolVar(&o.keep, "keep", false, "Keep the work directory (logs) when done.")
 	flag.BoolVar(&o.jetStream, "jetstream", false, "Keep the example's spec.jetstream: a 1-server JetStream cluster never becomes Ready (see doc.go).")
 	flag.StringVar(&o.extraArgs, "controller-args", "", "Extra arguments of the controller, space separated.")
+	flag.StringVar(&o.kcmArgs, "kcm-args", "", "Extra arguments of kube-controller-manager, space separated (\"--kube-api-qps=100 --kube-api-burst=200\": is its StatefulSet controller what queues?).")
 	flag.Parse()
 	klog.SetOutput(os.Stderr)
 
@@ -119,9 +121,12 @@ func run(ctx context.Context, o options) error {
 	figure("machine_cores (nproc)", nproc(), "cores")
 	figure("machine_memory", memTotalGiB(), "GiB")
 	fmt.Println("# figures were taken on a machine shared with other work (e2e tests)")
+	if o.extraArgs != "" || o.kcmArgs != "" {
+		fmt.Printf("# controller arguments added: %q; kube-controller-manager arguments added: %q\n", o.extraArgs, o.kcmArgs)
+	}
 
 	say("starting the control plane with kube-controller-manager")
-	env, stopEnv, err := testenv.StartMain(testenv.Options{ControllerManager: true})
+	env, stopEnv, err := testenv.StartMain(testenv.Options{ControllerManager: true, ControllerManagerArgs: strings.Fields(o.kcmArgs)})
 	if err != nil {
 		return err
 	}
