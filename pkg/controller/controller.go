@@ -115,6 +115,8 @@ type Controller struct {
 	// ownWrites keeps syncs from planning on a cache that has not yet
 	// seen the controller's own last write of a NatsCluster.
 	ownWrites *ownWrites
+	// catchUps times the looks at a step waiting for members catching up.
+	catchUps *catchUps
 	// reloadSends paces the reloads sent while one is in flight, and
 	// removeSends the evacuations and peer removals of a scale-down.
 	reloadSends pacer
@@ -216,6 +218,7 @@ func New(ctx context.Context, o Options) *Controller {
 		gatherer:            gatherer{src: src, systemUsers: &systemUserCache{}, minted: &mintedUsers{lifetime: cmp.Or(o.SystemUserLifetime, DefaultSystemUserLifetime)}},
 		api:                 src.API.(*apiReader),
 		ownWrites:           newOwnWrites(),
+		catchUps:            newCatchUps(),
 		dynamic:             o.Dynamic,
 		controllerNamespace: o.ControllerNamespace,
 		leaseNamespace:      cmp.Or(o.LeaseNamespace, DefaultControllerNamespace),

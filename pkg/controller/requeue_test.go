@@ -6,6 +6,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
 
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
 	"github.com/nats-operator/nats-operator/pkg/observe"
@@ -50,14 +51,22 @@ func TestRequeueAfter(t *testing.T) {
 	}
 }
 
-func TestNearlySettledLooksAgainSoon(t *testing.T) {
+// A step waiting on Settled for members catching up looks again about when
+// they will be current: every 50 ms within nearlyCurrentLag operations;
+// further behind, once after catchUpFirstLook, then at half the time the
+// rate between the last two looks leaves (at least 50 ms, at most a
+// second; a lag not shrinking, a second). Anything else is not this case.
+func TestACatchUpIsLookedAtWhenItShouldBeDone(t *testing.T) {
 	waitingOnSettled := rollout.Decision{Soon: true, Rollout: &clusterv1beta1.RolloutStatus{Gate: &clusterv1beta1.Gate{WaitingFor: clusterv1beta1.GateSettled}}}
-	catchingUp := observe.Verdict{Status: metav1.ConditionFalse, Reason: clusterv1beta1.ReasonGroupsCatchingUp}
+	catchingUpVerdict := observe.Verdict{Status: metav1.ConditionFalse, Reason: clusterv1beta1.ReasonGroupsCatchingUp}
 	group := func(leader string, members ...observe.Member) observe.Group {
 		return observe.Group{Kind: observe.GroupStream, Name: "ORDERS", Leader: leader, Members: members}
 	}
 	current := func(n string) observe.Member { return observe.Member{Name: n, Current: true} }
 	behind := func(n string, lag uint64) observe.Member { return observe.Member{Name: n, Lag: lag} }
+	snap := func(lag uint64) *observe.Snapshot {
+		return &observe.Snapshot{Verdict: catchingUpVerdict, Groups: []observe.Group{group("demo-1", current("demo-0"), current("demo-1"), behind("demo-2", lag))}}
+	}
 	for _, tc := range []struct {
 		name   string
 		d      rollout.Decision
@@ -65,27 +74,58 @@ func TestNearlySettledLooksAgainSoon(t *testing.T) {
 		groups []observe.Group
 		want   bool
 	}{
-		{"a member 1 operation behind while the step waits on Settled", waitingOnSettled, catchingUp,
+		{"a member 1 operation behind while the step waits on Settled", waitingOnSettled, catchingUpVerdict,
 			[]observe.Group{group("demo-1", current("demo-0"), current("demo-1"), behind("demo-2", 1))}, true},
-		{"a member 5000 operations behind is catching up for real", waitingOnSettled, catchingUp,
-			[]observe.Group{group("demo-1", current("demo-0"), current("demo-1"), behind("demo-2", 5000))}, false},
-		{"an offline member is not nearly current", waitingOnSettled, catchingUp,
+		{"a member 5000 operations behind", waitingOnSettled, catchingUpVerdict,
+			[]observe.Group{group("demo-1", current("demo-0"), current("demo-1"), behind("demo-2", 5000))}, true},
+		{"an offline member is not catching up", waitingOnSettled, catchingUpVerdict,
 			[]observe.Group{group("demo-1", current("demo-0"), current("demo-1"), observe.Member{Name: "demo-2", Offline: true})}, false},
-		{"a group without a leader is not nearly settled", waitingOnSettled, catchingUp,
+		{"a group without a leader is not this case", waitingOnSettled, catchingUpVerdict,
 			[]observe.Group{group("", current("demo-0"), behind("demo-2", 1))}, false},
-		{"nothing behind (a server's /healthz or the meta leader unnamed closes it) is not this case", waitingOnSettled, catchingUp,
+		{"nothing behind (a server's /healthz or the meta leader unnamed closes it) is not this case", waitingOnSettled, catchingUpVerdict,
 			[]observe.Group{group("demo-1", current("demo-0"), current("demo-1"))}, false},
 		{"a gate waiting on PodsReady is left to the pod's event",
-			rollout.Decision{Soon: true, Rollout: &clusterv1beta1.RolloutStatus{Gate: &clusterv1beta1.Gate{WaitingFor: clusterv1beta1.GatePodsReady}}}, catchingUp,
+			rollout.Decision{Soon: true, Rollout: &clusterv1beta1.RolloutStatus{Gate: &clusterv1beta1.Gate{WaitingFor: clusterv1beta1.GatePodsReady}}}, catchingUpVerdict,
 			[]observe.Group{group("demo-1", current("demo-0"), behind("demo-2", 1))}, false},
-		{"no rollout waiting (up to date, settling) is not this case", rollout.Decision{}, catchingUp,
+		{"no rollout waiting (up to date, settling) is not this case", rollout.Decision{}, catchingUpVerdict,
 			[]observe.Group{group("demo-1", current("demo-0"), behind("demo-2", 1))}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := nearlySettled(tc.d, &observe.Snapshot{Verdict: tc.v, Groups: tc.groups}); got != tc.want {
-				t.Errorf("nearlySettled = %v, want %v", got, tc.want)
+			if _, got := catchingUp(tc.d, &observe.Snapshot{Verdict: tc.v, Groups: tc.groups}); got != tc.want {
+				t.Errorf("catchingUp = %v, want %v", got, tc.want)
 			}
 		})
+	}
+
+	key := cache.ObjectName{Namespace: "ns", Name: "demo"}
+	t0 := time.Now()
+	c := newCatchUps()
+	for _, step := range []struct {
+		name  string
+		after time.Duration
+		lag   uint64
+		want  time.Duration
+	}{
+		{"within nearlyCurrentLag", 0, 40, catchUpRequeue},
+		{"far behind, first seen", 50 * time.Millisecond, 13000, catchUpFirstLook},
+		{"8,000 operations in 250 ms: 5,000 left, 156 ms at that rate", 300 * time.Millisecond, 5000, 78 * time.Millisecond},
+		{"not shrinking", 400 * time.Millisecond, 5000, inFlightRequeue},
+		{"1 operation in 600 ms: the second at most", time.Second, 4999, inFlightRequeue},
+		{"4,000 in 100 ms: 999 left, 25 ms at that rate, 50 ms at least", 1100 * time.Millisecond, 999, catchUpRequeue},
+	} {
+		got, ok := c.next(key, waitingOnSettled, snap(step.lag), t0.Add(step.after))
+		if !ok || (got-step.want).Abs() > time.Millisecond {
+			t.Errorf("%s: look again after %s (%v), want %s", step.name, got, ok, step.want)
+		}
+	}
+	if _, ok := c.next(key, rollout.Decision{}, snap(10), t0.Add(2*time.Second)); ok {
+		t.Errorf("a cluster no longer waiting is not looked at sooner")
+	}
+	if _, remembered := c.last[key]; remembered {
+		t.Errorf("a cluster no longer waiting is still remembered")
+	}
+	if got, _ := c.next(key, waitingOnSettled, snap(9000), t0.Add(3*time.Second)); got != catchUpFirstLook {
+		t.Errorf("a new catch-up: look again after %s, want %s", got, catchUpFirstLook)
 	}
 }
 

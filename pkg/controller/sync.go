@@ -36,14 +36,15 @@ const (
 	heldRequeue = 30 * time.Second
 	// catchUpRequeue: while a step waits on Settled and every member not
 	// current is at most nearlyCurrentLag operations behind its leader
-	// (nearlySettled), observe again after this: under writes a follower
+	// (catchUps), observe again after this: under writes a follower
 	// is a few operations behind at most moments, and a second between
 	// looks made a step wait a second for a gate that was open most of it
 	// (hack/bench-rollout.sh: gate-to-step 1.008 s with 5 servers); 100 ms
 	// between looks left one step of 15 at 0.107 s, over the 0.1 s target
 	// of issue 37. The cost, only in that window: an observation (4
 	// requests per server) every 50 ms, and a status write when the lag in
-	// its message moves.
+	// its message moves. Further behind, catchUps looks about when the lag
+	// will be gone at the rate it shrinks, never sooner than this.
 	catchUpRequeue = 50 * time.Millisecond
 	// podWaitRequeue: while a step waits at the gate and a server's pod is
 	// not Ready (a restart in progress), observe every 5 s: the pod's own
@@ -245,8 +246,8 @@ func (c *Controller) finish(ctx context.Context, key cache.ObjectName, f *facts,
 	if waitsForAPod(decision, p.input) {
 		requeue = max(requeue, podWaitRequeue)
 	}
-	if nearlySettled(decision, snap) {
-		requeue = min(requeue, catchUpRequeue)
+	if wait, ok := c.catchUps.next(key, decision, snap, time.Now()); ok {
+		requeue = min(requeue, wait)
 	}
 	if len(w.failed) > 0 {
 		requeue = min(requeue, heldRequeue)
@@ -381,33 +382,4 @@ func waitsForAPod(d rollout.Decision, in rollout.Input) bool {
 	return slices.ContainsFunc(in.Servers, func(s rollout.ServerState) bool {
 		return s.Created && !s.Stopped && (!s.PodExists || !s.PodReady)
 	})
-}
-
-// nearlySettled says a step waits at the gate on Settled only for members a
-// few operations behind: the rollout waits on GateSettled, the verdict is
-// GroupsCatchingUp, and every member not current is online, has joined its
-// group and is at most nearlyCurrentLag operations behind its leader, with
-// every group led. Such a gate opens within milliseconds, so the controller
-// looks again after catchUpRequeue rather than a second.
-func nearlySettled(d rollout.Decision, snap *observe.Snapshot) bool {
-	if d.Rollout == nil || d.Rollout.Gate == nil || d.Rollout.Gate.WaitingFor != clusterv1beta1.GateSettled ||
-		snap.Verdict.Reason != clusterv1beta1.ReasonGroupsCatchingUp {
-		return false
-	}
-	behind := false
-	for _, g := range snap.Groups {
-		if g.Leader == "" {
-			return false
-		}
-		for _, m := range g.Members {
-			if m.Current {
-				continue
-			}
-			if m.Offline || m.Pending || m.Lag > nearlyCurrentLag {
-				return false
-			}
-			behind = true
-		}
-	}
-	return behind
 }
