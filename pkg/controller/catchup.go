@@ -95,3 +95,10 @@ func (c *catchUps) next(key cache.ObjectName, d rollout.Decision, snap *observe.
 	left := time.Duration(float64(lag) / rate * float64(time.Second))
 	return min(inFlightRequeue, max(catchUpRequeue, left/2)), true
 }
+
+// forget drops what is remembered of a NatsCluster that is gone.
+func (c *catchUps) forget(key cache.ObjectName) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.last, key)
+}

@@ -127,6 +127,10 @@ func TestACatchUpIsLookedAtWhenItShouldBeDone(t *testing.T) {
 	if got, _ := c.next(key, waitingOnSettled, snap(9000), t0.Add(3*time.Second)); got != catchUpFirstLook {
 		t.Errorf("a new catch-up: look again after %s, want %s", got, catchUpFirstLook)
 	}
+	c.forget(key)
+	if _, remembered := c.last[key]; remembered {
+		t.Errorf("a NatsCluster gone is still remembered")
+	}
 }
 
 // A step waiting at the gate while a server's pod is missing or not Ready

@@ -148,6 +148,7 @@ func (c *Controller) prepare(ctx context.Context, key cache.ObjectName) (finishF
 		c.observer.Forget(key.String())
 		c.ownWrites.forget(key)
 		c.metrics.forget(key)
+		c.catchUps.forget(key)
 		c.gatherer.systemUsers.forgetCluster(key.Namespace, key.Name)
 		c.gatherer.minted.forget(key.Namespace + "/" + key.Name)
 		return nil, 0, nil
