@@ -247,7 +247,7 @@ func (c *Controller) finish(ctx context.Context, key cache.ObjectName, f *facts,
 	if waitsForAPod(decision, p.input) {
 		requeue = max(requeue, podWaitRequeue)
 	}
-	if wait, ok := c.catchUps.next(key, decision, snap, time.Now()); ok {
+	if wait, ok := c.catchUps.next(key, decision, snap, now.Time); ok {
 		requeue = min(requeue, wait)
 	}
 	if len(w.failed) > 0 {

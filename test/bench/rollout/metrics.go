@@ -186,15 +186,3 @@ func gaugeLabels(samples []sample, name, key string, match map[string]string) []
 	sort.Strings(out)
 	return out
 }
-
-// apiWrites is the controller's count of its writes of resource
-// (nats_operator_api_writes_total, every verb).
-func apiWrites(samples []sample, resource string) float64 {
-	var n float64
-	for _, s := range samples {
-		if s.name == "nats_operator_api_writes_total" && s.labels["resource"] == resource {
-			n += s.value
-		}
-	}
-	return n
-}

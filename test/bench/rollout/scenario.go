@@ -257,9 +257,12 @@ func (b *bench) scenario(ctx context.Context, sc scenarioSpec) error {
 			figure(fmt.Sprintf("%s_%s_mean_seconds", p, hist.name), round(d.sum/d.count, 3), "s")
 		}
 	}
-	// Status writes: one per change a sync finds (pkg/controller
-	// status_pace.go spaces those that change only messages).
-	figure(p+"_status_writes", apiWrites(after, "natsclusters/status")-apiWrites(before, "natsclusters/status"), "writes")
+	// Status writes: one per change a sync finds.
+	statusWrites := func(body string) float64 {
+		n, _ := framework.SumMetric(body, "nats_operator_api_writes_total", `resource="natsclusters/status"`)
+		return n
+	}
+	figure(p+"_status_writes", statusWrites(afterBody)-statusWrites(beforeBody), "writes")
 	if n := otherSteps(before, after); n != 0 {
 		fmt.Printf("# %s: %v steps of kinds other than %s\n", p, n, restartOne)
 	}
