@@ -49,14 +49,14 @@ type budgetView struct {
 	pods map[string]*corev1.Pod
 }
 
-// disruptionAllowed says whether server's pod may go now, by the budget as
-// view has it: a pod already gone, being deleted or not Ready is not the
+// disruptionAllowed says whether server's pod (view's) may go now, by the
+// budget as view has it: a pod already gone, being deleted or not Ready is not the
 // budget's to guard (the eviction API lets an unhealthy pod go too).
 // Otherwise every other server's pod must be there, Ready and not being
 // deleted, and the budget's status must allow a disruption (as the eviction
 // API would count it: a status older than the budget's spec allows none).
-func disruptionAllowed(server string, pod *corev1.Pod, view budgetView) error {
-	if pod == nil || pod.DeletionTimestamp != nil || !kubeutil.PodReady(pod) {
+func disruptionAllowed(server string, view budgetView) error {
+	if pod := view.pods[server]; pod == nil || pod.DeletionTimestamp != nil || !kubeutil.PodReady(pod) {
 		return nil
 	}
 	var down []string

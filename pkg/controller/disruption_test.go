@@ -33,14 +33,7 @@ func budgetAllowing(out *render.Output, n, healthy, allowed int32) *policyv1.Pod
 // the next sync, the budget allowing it again, takes the step. The eviction
 // API is never asked.
 func TestARestartTheDisruptionBudgetRefusesWaits(t *testing.T) {
-	old := rt.NewCluster("nats", "demo")
-	secret, err := newSystemUserSecret(old)
-	if err != nil {
-		t.Fatal(err)
-	}
-	outOld := withSystemUser(t, old, secret)
-	nc := rt.NewCluster("nats", "demo", rt.MemoryLimit("2Gi"))
-	nc.Status.Config = &clusterv1beta1.ConfigStatus{Revision: outOld.Revision, AppliedBy: clusterv1beta1.AppliedByRestart}
+	nc, secret, outOld, _ := memoryChange(t)
 	objs := running(t, outOld)
 	for i, o := range objs {
 		if _, ok := o.(*policyv1.PodDisruptionBudget); ok {
@@ -134,7 +127,7 @@ func TestDisruptionAllowedReadsTheBudgetAndThePods(t *testing.T) {
 		{name: "the stepped server without a pod", view: budgetView{budgetAllowing(out, 3, 2, 0), pods(nil, notReady("demo-1-0"), ready("demo-2-0"))}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := disruptionAllowed("demo-0", tc.view.pods["demo-0"], tc.view)
+			err := disruptionAllowed("demo-0", tc.view)
 			if tc.words == "" {
 				if err != nil {
 					t.Fatalf("refused: %v", err)

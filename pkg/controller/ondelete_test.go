@@ -74,19 +74,17 @@ func TestAStepWritesOnDeleteWithTheTemplate(t *testing.T) {
 func TestAPodStartedBeforeItsConfigMapIsRestartedWithIt(t *testing.T) {
 	nc, secret, outOld, outNew := memoryChange(t)
 	objs := running(t, outOld)
+	sts := outNew.Servers[2].StatefulSet.DeepCopy()
 	for i, o := range objs {
 		switch o := o.(type) {
 		case *appsv1.StatefulSet:
-			if o.Name == "demo-2" {
-				sts := outNew.Servers[2].StatefulSet.DeepCopy()
+			if o.Name == sts.Name {
 				sts.UID = o.UID
 				objs[i] = sts
 			}
 		case *corev1.Pod:
-			if o.Name == "demo-2-0" {
-				sts := outNew.Servers[2].StatefulSet.DeepCopy()
-				sts.UID = "uid-sts-2"
-				objs[i] = podOf(sts)
+			if o.Name == sts.Name+"-0" {
+				objs[i] = podOf(sts) // after its StatefulSet in objs: sts has its UID
 			}
 		}
 	}

@@ -77,7 +77,7 @@ func (c *Controller) restart(ctx context.Context, p *plan, step *rollout.Step, w
 		if err != nil {
 			return err
 		}
-		if err := disruptionAllowed(step.Servers[0], view.pods[step.Servers[0]], view); err != nil {
+		if err := disruptionAllowed(step.Servers[0], view); err != nil {
 			return err
 		}
 	}
