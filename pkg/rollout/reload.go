@@ -72,7 +72,7 @@ func (p *planner) reloadable(s ServerState) (bool, string) {
 		}
 		switch {
 		case len(s.TemplateChanges) == 1 && s.TemplateChanges[0] == "labels or annotations":
-			return false, fmt.Sprintf("the pod template of %s changes only its labels or annotations: the server itself would not need a restart, but a pod takes a new template only by being replaced", s.Name)
+			return false, fmt.Sprintf("the pod template of %s changes only its labels or annotations: the server itself would not need a restart, but its StatefulSet replaces the pod for any template change", s.Name)
 		case len(s.TemplateChanges) > 0:
 			return false, fmt.Sprintf("the pod template of %s changes (%s), which only a restart applies", s.Name, strings.Join(s.TemplateChanges, ", "))
 		}
