@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -254,12 +255,41 @@ func (m *Metadata) StreamName() (string, error) {
 	return c.Name, nil
 }
 
+// restoreAttempts is how many times Restore tries a stream whose restore
+// the server gave up on for want of chunks ("restore for stream '$G >
+// EVENTS' is stalled": none within its activity interval, 5 s). A stalled
+// restore creates no stream, so it is tried again from the start. Seen
+// once in CI, on a loaded 2-core machine: the server's answer to the
+// restore request itself carried the stall, before any chunk was sent.
+const restoreAttempts = 3
+
 // Restore restores the backup in dir into the account of nc's user, under
 // the stream's own name. A stream of that name is ErrStreamExists unless
 // o.Overwrite, which deletes it first. Each chunk waits for the server's
 // acknowledgement before the next is sent; the server's answer to the
-// last says how it went.
+// last says how it went. A restore the server reports stalled is tried
+// again, restoreAttempts times in all.
 func Restore(ctx context.Context, nc *nats.Conn, dir string, o Options) (*Result, error) {
+	for attempt := 1; ; attempt++ {
+		res, err := restoreOnce(ctx, nc, dir, o)
+		if err == nil || attempt == restoreAttempts || !stalled(err) || ctx.Err() != nil {
+			if err != nil && attempt > 1 {
+				err = fmt.Errorf("%w (attempt %d of %d)", err, attempt, restoreAttempts)
+			}
+			return res, err
+		}
+	}
+}
+
+// stalled says whether err is the server giving up on a restore that
+// received no chunk in time.
+func stalled(err error) bool {
+	var e *apiError
+	return errors.As(err, &e) && strings.Contains(e.Description, "is stalled")
+}
+
+// restoreOnce is one attempt of Restore.
+func restoreOnce(ctx context.Context, nc *nats.Conn, dir string, o Options) (*Result, error) {
 	meta, err := ReadMetadata(dir)
 	if err != nil {
 		return nil, err

@@ -19,6 +19,14 @@ import (
 // it by up to a second.
 const catchUpFirstLook = 250 * time.Millisecond
 
+// catchUpStalledFast is how long a lag that does not shrink is still looked
+// at every catchUpFirstLook before the looks slow to one a second. The lag
+// a stream leader reports for a restarted follower can stay the same while
+// the follower copies the stream and then drop to none at once
+// (hack/bench-rollout.sh: "lag up to 9549" at two looks 1.3 s apart, current
+// a second later, so the step followed the gate by 0.97 s).
+const catchUpStalledFast = 2 * time.Second
+
 // catchingUp returns the largest lag of the members not current when a
 // step waits on Settled only for members catching up: the rollout waits on
 // GateSettled, the verdict is GroupsCatchingUp, every group has a leader,
@@ -51,11 +59,10 @@ func catchingUp(d rollout.Decision, snap *observe.Snapshot) (lag uint64, ok bool
 // catchUps remembers, per NatsCluster whose step waits for members
 // catching up, the last lag observed and when, to look again about when
 // the lag will be gone: half the time the rate between the last two looks
-// gives, between catchUpRequeue and inFlightRequeue. A cluster whose
-// members catch up slowly (or not at all) is looked at once a second, as
-// before; one whose members catch up fast, a few times more. The budget:
-// one look at catchUpFirstLook, then at most one look per halving of the
-// time left.
+// gives, between catchUpRequeue and inFlightRequeue. A lag that does not
+// shrink is looked at every catchUpFirstLook for catchUpStalledFast, then
+// once a second, as before. The budget: one look at catchUpFirstLook, then
+// at most one look per halving of the time left, or 8 looks more per stall.
 type catchUps struct {
 	mu   sync.Mutex
 	last map[cache.ObjectName]lagSample
@@ -64,6 +71,9 @@ type catchUps struct {
 type lagSample struct {
 	at  time.Time
 	lag uint64
+	// stalled is the first look since which the lag has not shrunk
+	// (zero while it shrinks).
+	stalled time.Time
 }
 
 func newCatchUps() *catchUps {
@@ -89,6 +99,14 @@ func (c *catchUps) next(key cache.ObjectName, d rollout.Decision, snap *observe.
 	case !had || prev.lag <= nearlyCurrentLag || !now.After(prev.at):
 		return catchUpFirstLook, true
 	case lag >= prev.lag:
+		since := prev.stalled
+		if since.IsZero() {
+			since = prev.at
+		}
+		c.last[key] = lagSample{at: now, lag: lag, stalled: since}
+		if now.Sub(since) < catchUpStalledFast {
+			return catchUpFirstLook, true
+		}
 		return inFlightRequeue, true
 	}
 	rate := float64(prev.lag-lag) / now.Sub(prev.at).Seconds() // operations per second

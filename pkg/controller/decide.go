@@ -264,6 +264,7 @@ func planInput(f *facts, out *render.Output, snap *observe.Snapshot, blocked *ro
 			s.ConfigRevision = run.ConfigRevision
 			s.Running = rollout.ConfigFacts(run.Facts)
 			s.StagedRevision = stagedRevision(so.configMap)
+			s.PodBehindTemplate = podBehindTemplate(sts, so.pod)
 		}
 		if srv, ok := snap.Server(so.name); ok && srv.Answered {
 			s.Answered = true
@@ -272,6 +273,22 @@ func planInput(f *facts, out *render.Output, snap *observe.Snapshot, blocked *ro
 		in.Servers = append(in.Servers, s)
 	}
 	return in
+}
+
+// podBehindTemplate says a running pod, not being deleted, was started from
+// an older template than its StatefulSet's: its config and template revision
+// annotations (copied from the template it was made from) differ from the
+// StatefulSet's. Under OnDelete only a step replaces it.
+func podBehindTemplate(sts *appsv1.StatefulSet, pod *corev1.Pod) bool {
+	if pod == nil || pod.DeletionTimestamp != nil {
+		return false
+	}
+	for _, key := range []string{clusterv1beta1.AnnotationConfigRevision, clusterv1beta1.AnnotationTemplateRevision} {
+		if pod.Annotations[key] != sts.Spec.Template.Annotations[key] {
+			return true
+		}
+	}
+	return false
 }
 
 // stopped says a server's StatefulSet is scaled to 0.

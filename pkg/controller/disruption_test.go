@@ -1,77 +1,63 @@
 package controller
 
 import (
-	"context"
 	"errors"
-	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	k8sfake "k8s.io/client-go/kubernetes/fake"
-	core "k8s.io/client-go/testing"
 
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
+	"github.com/nats-operator/nats-operator/pkg/render"
 	rt "github.com/nats-operator/nats-operator/pkg/render/rendertest"
 )
 
-// pdbRefusal is the API server's answer to an eviction the
-// PodDisruptionBudget does not allow (k8s.io/kubernetes
-// pkg/registry/core/pod/storage/eviction.go).
-var pdbRefusal = func() *apierrors.StatusError {
-	err := apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0)
-	err.ErrStatus.Code = http.StatusTooManyRequests
-	err.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: "DisruptionBudget", Message: "The disruption budget demo needs 2 healthy pods and has 2 currently"}}
-	return err
-}()
+// budgetAllowing is the cluster's PodDisruptionBudget (out's) with the
+// status the disruption controller writes for n servers of which healthy
+// are Ready, allowing allowed disruptions.
+func budgetAllowing(out *render.Output, n, healthy, allowed int32) *policyv1.PodDisruptionBudget {
+	pdb := out.PDB.DeepCopy()
+	pdb.Generation = 1
+	pdb.Status = policyv1.PodDisruptionBudgetStatus{ObservedGeneration: 1, ExpectedPods: n, CurrentHealthy: healthy, DesiredHealthy: n - 1, DisruptionsAllowed: allowed}
+	return pdb
+}
 
-// A restart step asks the PodDisruptionBudget first (an eviction in dry
-// run of the server's pod). Refused — a drain took another server down
-// after the observation — nothing is written: Progressing stays
-// RollingRestart with the budget's words, and the next sync, the budget
-// allowing it again, takes the step.
+// A restart step reads the PodDisruptionBudget first, from the cache as it
+// is when the step is written. Refused — a drain took another server down
+// after the observation, and the budget's status says so — nothing is
+// written: Progressing stays RollingRestart with the budget's words, and
+// the next sync, the budget allowing it again, takes the step. The eviction
+// API is never asked.
 func TestARestartTheDisruptionBudgetRefusesWaits(t *testing.T) {
-	old := rt.NewCluster("nats", "demo")
-	secret, err := newSystemUserSecret(old)
-	if err != nil {
-		t.Fatal(err)
+	nc, secret, outOld, _ := memoryChange(t)
+	objs := running(t, outOld)
+	for i, o := range objs {
+		if _, ok := o.(*policyv1.PodDisruptionBudget); ok {
+			objs[i] = budgetAllowing(outOld, 3, 2, 0)
+		}
 	}
-	outOld := withSystemUser(t, old, secret)
-	nc := rt.NewCluster("nats", "demo", rt.MemoryLimit("2Gi"))
-	nc.Status.Config = &clusterv1beta1.ConfigStatus{Revision: outOld.Revision, AppliedBy: clusterv1beta1.AppliedByRestart}
-	f := newFixture(t, nc, append(running(t, outOld), secret)...)
+	f := newFixture(t, nc, append(objs, secret)...)
 	f.snap = settled(outOld, outOld.Revision)
-	var asked []string
-	refuse := true
-	f.kubeReactors = []kubeReactor{{verb: "create", resource: "pods", fn: func(a core.Action) (bool, runtime.Object, error) {
-		if !dryRunEviction(a) {
-			return false, nil, nil
-		}
-		asked = append(asked, a.(core.CreateAction).GetObject().(metav1.Object).GetName())
-		if refuse {
-			return true, nil, pdbRefusal
-		}
-		return true, nil, nil
-	}}}
 	acts := f.sync()
 	if diff := cmp.Diff([]string{"update natsclusters/status demo"}, describe(acts)); diff != "" {
 		t.Errorf("writes while the budget refuses (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{"demo-2-0"}, asked); diff != "" {
-		t.Errorf("dry-run evictions (-want +got):\n%s", diff)
+	for _, a := range f.kube.Actions() {
+		if a.GetSubresource() == "eviction" {
+			t.Errorf("the eviction API was asked: %v", a)
+		}
 	}
 	st := writtenStatus(acts)
 	p := meta.FindStatusCondition(st.Status.Conditions, clusterv1beta1.ConditionProgressing)
 	if p == nil || p.Status != metav1.ConditionTrue || p.Reason != clusterv1beta1.ReasonRollingRestart {
 		t.Fatalf("Progressing = %+v, want True RollingRestart", p)
 	}
-	for _, want := range []string{"before restarting demo-2: waiting, the PodDisruptionBudget allows no disruption now", pdbRefusal.Error()} {
+	for _, want := range []string{"before restarting demo-2: waiting, the PodDisruptionBudget allows no disruption now",
+		"the pod's disruption budget demo needs 2 healthy pods and has 2 currently"} {
 		if !strings.Contains(p.Message, want) {
 			t.Errorf("Progressing does not say %q: %s", want, p.Message)
 		}
@@ -80,57 +66,80 @@ func TestARestartTheDisruptionBudgetRefusesWaits(t *testing.T) {
 		t.Errorf("a ServerRestarted Event for a step not taken: %v", ev)
 	}
 
-	refuse = false
+	for i, o := range f.kubeObjects {
+		if _, ok := o.(*policyv1.PodDisruptionBudget); ok {
+			f.kubeObjects[i] = budgetAllowing(outOld, 3, 3, 1)
+		}
+	}
 	f.nc = st
 	acts = f.sync()
-	want := []string{"update configmaps demo-2-config", "update statefulsets demo-2", "delete pods demo-2-0", "update natsclusters/status demo"}
+	want := []string{"update statefulsets demo-2", "update configmaps demo-2-config", "delete pods demo-2-0", "update natsclusters/status demo"}
 	if diff := cmp.Diff(want, describe(acts)); diff != "" {
 		t.Errorf("writes once the budget allows it (-want +got):\n%s", diff)
 	}
 }
 
-// Only the budget's refusal (429) is a wait: another failure of the
-// eviction API is an error, retried; a pod already gone, or being deleted,
-// needs no asking.
-func TestDisruptionAllowedTellsARefusalFromAFailure(t *testing.T) {
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "nats", Name: "demo-1-0", UID: "u1"}}
+// The budget check (disruptionAllowed) refuses when another server is down
+// in the cache (gone, being deleted, not Ready: seen before the budget's
+// status counts it) or when the budget's status allows no disruption or is
+// older than its spec, as the eviction API would. A pod already gone, being
+// deleted or not Ready is not the budget's to guard.
+func TestDisruptionAllowedReadsTheBudgetAndThePods(t *testing.T) {
+	out := mustRender(t, rt.NewCluster("nats", "demo"))
+	ready := func(name string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "nats", Name: name}, Status: corev1.PodStatus{
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
+	}
+	notReady := func(name string) *corev1.Pod {
+		p := ready(name)
+		p.Status.Conditions[0].Status = corev1.ConditionFalse
+		return p
+	}
+	deleting := func(name string) *corev1.Pod {
+		p := ready(name)
+		now := metav1.Now()
+		p.DeletionTimestamp = &now
+		return p
+	}
+	pods := func(p0, p1, p2 *corev1.Pod) map[string]*corev1.Pod {
+		return map[string]*corev1.Pod{"demo-0": p0, "demo-1": p1, "demo-2": p2}
+	}
+	stale := budgetAllowing(out, 3, 3, 1)
+	stale.Generation = 2
 	for _, tc := range []struct {
 		name  string
-		pod   *corev1.Pod
-		err   error
-		wait  bool
-		fails bool
-		calls int
+		view  budgetView
+		words string // "" when allowed
 	}{
-		{name: "allowed", pod: pod, calls: 1},
-		{name: "refused by the budget", pod: pod, err: pdbRefusal, wait: true, calls: 1},
-		{name: "the API server failing", pod: pod, err: apierrors.NewInternalError(errors.New("etcd timeout")), fails: true, calls: 1},
-		{name: "the pod already replaced", pod: pod, err: apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, "demo-1-0"), calls: 1},
-		{name: "no pod", pod: nil},
-		{name: "a webhook that does not support dry run: the check cannot be made, the step goes", pod: pod,
-			err: apierrors.NewBadRequest(`admission webhook "audit.example.com" does not support dry run`), calls: 1},
+		{name: "every server up, the budget allows one", view: budgetView{budgetAllowing(out, 3, 3, 1), pods(ready("demo-0-0"), ready("demo-1-0"), ready("demo-2-0"))}},
+		{name: "no budget, every server up", view: budgetView{nil, pods(ready("demo-0-0"), ready("demo-1-0"), ready("demo-2-0"))}},
+		{name: "another server being deleted (an eviction the budget's status does not count yet)",
+			view:  budgetView{budgetAllowing(out, 3, 3, 1), pods(ready("demo-0-0"), deleting("demo-1-0"), ready("demo-2-0"))},
+			words: "the pod's disruption budget allows one server down at a time: demo-1-0 is being deleted"},
+		{name: "two others down", view: budgetView{budgetAllowing(out, 3, 3, 1), pods(ready("demo-0-0"), notReady("demo-1-0"), nil)},
+			words: "demo-1-0 is not Ready, demo-2 has no pod"},
+		{name: "the budget's status allows none", view: budgetView{budgetAllowing(out, 3, 2, 0), pods(ready("demo-0-0"), ready("demo-1-0"), ready("demo-2-0"))},
+			words: "the pod's disruption budget demo needs 2 healthy pods and has 2 currently"},
+		{name: "the budget's status older than its spec", view: budgetView{stale, pods(ready("demo-0-0"), ready("demo-1-0"), ready("demo-2-0"))},
+			words: "is older than its spec (generation 2, status of 1)"},
+		{name: "the stepped server already down: not the budget's", view: budgetView{budgetAllowing(out, 3, 2, 0), pods(notReady("demo-0-0"), notReady("demo-1-0"), ready("demo-2-0"))}},
+		{name: "the stepped server being deleted", view: budgetView{budgetAllowing(out, 3, 2, 0), pods(deleting("demo-0-0"), notReady("demo-1-0"), ready("demo-2-0"))}},
+		{name: "the stepped server without a pod", view: budgetView{budgetAllowing(out, 3, 2, 0), pods(nil, notReady("demo-1-0"), ready("demo-2-0"))}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			kube := k8sfake.NewClientset()
-			calls := 0
-			kube.PrependReactor("create", "pods", func(a core.Action) (bool, runtime.Object, error) {
-				if !dryRunEviction(a) {
-					t.Errorf("not a dry-run eviction: %v", a)
+			err := disruptionAllowed("demo-0", tc.view)
+			if tc.words == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
 				}
-				calls++
-				return true, nil, tc.err
-			})
-			c := &Controller{kubeClient: kube}
-			err := c.disruptionAllowed(context.Background(), "demo-1", tc.pod)
+				return
+			}
 			var wait *disruptionWaitError
-			if got := errors.As(err, &wait); got != tc.wait {
-				t.Errorf("wait = %v (%v), want %v", got, err, tc.wait)
+			if !errors.As(err, &wait) {
+				t.Fatalf("got %v, want a wait saying %q", err, tc.words)
 			}
-			if got := err != nil && !tc.wait; got != tc.fails {
-				t.Errorf("failed = %v (%v), want %v", got, err, tc.fails)
-			}
-			if calls != tc.calls {
-				t.Errorf("%d evictions asked, want %d", calls, tc.calls)
+			if !strings.Contains(err.Error(), "before restarting demo-0: waiting") || !strings.Contains(err.Error(), tc.words) {
+				t.Errorf("the wait says %q, want %q", err, tc.words)
 			}
 		})
 	}

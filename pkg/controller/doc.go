@@ -63,7 +63,7 @@
 // rollout.Input by planInput (decide.go).
 //
 // The last checks before a server stops (step.go's callers in write.go):
-// the PodDisruptionBudget, asked in dry run (disruption.go), and, for a
+// the PodDisruptionBudget, read from the caches then (disruption.go), and, for a
 // NatsCluster with spec.gateway, its turn in the supercluster: the Lease
 // nats-operator-supercluster-rollout, taken before the first restart and
 // held while Progressing is True, so two members of a supercluster never
@@ -82,9 +82,12 @@
 //
 // Revisions: each server's ConfigMap carries the config revision (in
 // nats.conf), its pod template the template revision and the config revision
-// the pod was last restarted for; a restart step writes the ConfigMap, then
-// the template (asked first in dry run, so a refused template leaves the
-// ConfigMap alone), then deletes a pod still on another revision. An operator
+// the pod was last restarted for; a restart step writes the template (the
+// StatefulSets are OnDelete, so that restarts nothing, and a refused template
+// leaves the ConfigMap alone), then the ConfigMap, then deletes the pod. A pod
+// started from an older template than its StatefulSet's (a step cut short
+// before the deletion) is reported to the planner (PodBehindTemplate), which
+// takes that server's step again. An operator
 // upgrade restarts nothing: render keeps the revision running objects carry
 // when they equal the target (compat_test.go syncs objects written by the
 // previous release).

@@ -191,7 +191,7 @@ func TestMetricsOfARolloutThatWaitsAtTheGate(t *testing.T) {
 
 	nc, acts = l.sync(nc, snap(true))
 	assertActions(t, acts,
-		"update configmaps demo-2-config", "update statefulsets demo-2", "delete pods demo-2-0",
+		"update statefulsets demo-2", "update configmaps demo-2-config", "delete pods demo-2-0",
 		"update natsclusters/status demo")
 	if v := testutil.ToFloat64(l.m.Steps.WithLabelValues(string(rollout.RestartOne))); v != 1 {
 		t.Errorf("nats_operator_rollout_steps_total{kind=RestartOne} = %v, want 1", v)
@@ -243,7 +243,7 @@ func TestMetricsOfAStepThatDidNotWait(t *testing.T) {
 	l := f.live()
 	_, acts := l.sync(f.nc, snap(true))
 	assertActions(t, acts,
-		"update configmaps demo-2-config", "update statefulsets demo-2", "delete pods demo-2-0",
+		"update statefulsets demo-2", "update configmaps demo-2-config", "delete pods demo-2-0",
 		"update natsclusters/status demo")
 	if n, _, _ := histogram(t, l.reg, "nats_operator_step_duration_seconds", string(rollout.RestartOne)); n != 1 {
 		t.Errorf("nats_operator_step_duration_seconds{kind=RestartOne} has %d samples, want 1", n)
@@ -272,7 +272,7 @@ func TestMetricsForgetAWaitThatAHoldEnded(t *testing.T) {
 	nc.Spec.Rollout.Paused = false
 	_, acts := l.sync(nc, snap(true))
 	assertActions(t, acts,
-		"update configmaps demo-2-config", "update statefulsets demo-2", "delete pods demo-2-0",
+		"update statefulsets demo-2", "update configmaps demo-2-config", "delete pods demo-2-0",
 		"update natsclusters/status demo")
 	if n, _, _ := histogram(t, l.reg, "nats_operator_step_duration_seconds", string(rollout.RestartOne)); n != 1 {
 		t.Errorf("nats_operator_step_duration_seconds{kind=RestartOne} has %d samples, want 1", n)

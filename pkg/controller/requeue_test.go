@@ -109,22 +109,25 @@ func TestACatchUpIsLookedAtWhenItShouldBeDone(t *testing.T) {
 		{"within nearlyCurrentLag", 0, 40, catchUpRequeue},
 		{"far behind, first seen", 50 * time.Millisecond, 13000, catchUpFirstLook},
 		{"8,000 operations in 250 ms: 5,000 left, 156 ms at that rate", 300 * time.Millisecond, 5000, 78 * time.Millisecond},
-		{"not shrinking", 400 * time.Millisecond, 5000, inFlightRequeue},
-		{"1 operation in 600 ms: the second at most", time.Second, 4999, inFlightRequeue},
-		{"4,000 in 100 ms: 999 left, 25 ms at that rate, 50 ms at least", 1100 * time.Millisecond, 999, catchUpRequeue},
+		{"not shrinking: looked at soon", 400 * time.Millisecond, 5000, catchUpFirstLook},
+		{"still not shrinking, 1.5 s since it stalled", 1800 * time.Millisecond, 5000, catchUpFirstLook},
+		{"still not shrinking, 2.2 s since it stalled: once a second", 2500 * time.Millisecond, 5000, inFlightRequeue},
+		{"1 operation in 500 ms: the second at most", 3 * time.Second, 4999, inFlightRequeue},
+		{"4,000 in 100 ms: 999 left, 25 ms at that rate, 50 ms at least", 3100 * time.Millisecond, 999, catchUpRequeue},
+		{"not shrinking again: a new stall, looked at soon", 3300 * time.Millisecond, 999, catchUpFirstLook},
 	} {
 		got, ok := c.next(key, waitingOnSettled, snap(step.lag), t0.Add(step.after))
 		if !ok || (got-step.want).Abs() > time.Millisecond {
 			t.Errorf("%s: look again after %s (%v), want %s", step.name, got, ok, step.want)
 		}
 	}
-	if _, ok := c.next(key, rollout.Decision{}, snap(10), t0.Add(2*time.Second)); ok {
+	if _, ok := c.next(key, rollout.Decision{}, snap(10), t0.Add(4*time.Second)); ok {
 		t.Errorf("a cluster no longer waiting is not looked at sooner")
 	}
 	if _, remembered := c.last[key]; remembered {
 		t.Errorf("a cluster no longer waiting is still remembered")
 	}
-	if got, _ := c.next(key, waitingOnSettled, snap(9000), t0.Add(3*time.Second)); got != catchUpFirstLook {
+	if got, _ := c.next(key, waitingOnSettled, snap(9000), t0.Add(5*time.Second)); got != catchUpFirstLook {
 		t.Errorf("a new catch-up: look again after %s, want %s", got, catchUpFirstLook)
 	}
 	c.forget(key)

@@ -75,65 +75,70 @@ func (c *Controller) createStatefulSet(ctx context.Context, want *appsv1.Statefu
 	return sts, nil
 }
 
-// stepStatefulSet returns the server's StatefulSet as its step writes it,
-// nil when there is none yet or its template and labels already are the
-// target's (and it runs). It is asked first in dry run: a template the API
-// server refuses (an admission policy, a quota) is refused before the
-// ConfigMap changes, so no server ever gets the new config under its old
-// image and resources (the kubelet updates a mounted ConfigMap without a
-// restart, and a crash would start on it).
-func (c *Controller) stepStatefulSet(ctx context.Context, so *serverObjects, target *render.Server) (*appsv1.StatefulSet, error) {
+// runs says whether a server runs: its StatefulSet exists, is not stopped
+// and has its pod. The template of a server that runs is written before its
+// ConfigMap at its step (restart); one that does not gets its ConfigMap
+// first, so the pod the StatefulSet controller creates starts on it.
+func runs(so *serverObjects) bool {
+	return so.statefulSet != nil && !stopped(so.statefulSet) && so.pod != nil
+}
+
+// updateTemplate writes the server's StatefulSet at the target's template,
+// labels, update strategy and replicas (a server a scale-down stopped is
+// started again); nothing when there is no StatefulSet or it already is
+// (and runs).
+func (c *Controller) updateTemplate(ctx context.Context, so *serverObjects, target *render.Server) error {
 	if so.statefulSet == nil || (apiequality.Semantic.DeepEqual(so.statefulSet.Spec.Template, target.StatefulSet.Spec.Template) &&
 		apiequality.Semantic.DeepEqual(so.statefulSet.Labels, target.StatefulSet.Labels) && !stopped(so.statefulSet)) {
-		return nil, nil
+		return nil
 	}
 	updated := so.statefulSet.DeepCopy()
 	updated.Labels = target.StatefulSet.Labels
 	updated.Spec.Template = target.StatefulSet.Spec.Template
+	// Written with the template, so a StatefulSet an older release made
+	// with RollingUpdate never has the new template under that strategy
+	// (the StatefulSet controller would restart the pod before its
+	// ConfigMap is written).
 	updated.Spec.UpdateStrategy = target.StatefulSet.Spec.UpdateStrategy
-	// A server a scale-down stopped is started again.
 	updated.Spec.Replicas = target.StatefulSet.Spec.Replicas
-	_, err := c.kubeClient.AppsV1().StatefulSets(updated.Namespace).Update(ctx, updated,
-		metav1.UpdateOptions{FieldManager: FieldManager, DryRun: []string{metav1.DryRunAll}})
-	if err != nil && !dryRunUnsupported(err) {
-		return nil, writeError("updating", "StatefulSet", updated, err)
+	_, err := c.kubeClient.AppsV1().StatefulSets(updated.Namespace).Update(ctx, updated, metav1.UpdateOptions{FieldManager: FieldManager})
+	c.countWrite("statefulsets", "update")
+	if err != nil {
+		return writeError("updating", "StatefulSet", updated, err)
 	}
-	return updated, nil
+	klog.FromContext(ctx).V(2).Info("Updated StatefulSet template", "statefulset", klog.KObj(updated), "revision", target.Revision)
+	return nil
 }
 
-// restartServer moves one server to the target: its ConfigMap, then its
-// StatefulSet template (updated, from stepStatefulSet); the StatefulSet
-// controller replaces the pod. A pod
-// still on another revision whose template already matched (a step cut
-// short, or a pod the StatefulSet controller will not replace because it is
-// not Ready) is deleted, with its UID as precondition, so a pod is never
-// restarted twice by one step.
-func (c *Controller) restartServer(ctx context.Context, so *serverObjects, target *render.Server, updated *appsv1.StatefulSet) error {
-	revision := target.Revision
+// restartServer moves one server to the target at its step: its ConfigMap,
+// then, for a server that does not run, its StatefulSet (the StatefulSet
+// controller creates the pod from it); a server that runs had its template
+// written already (restart). Then its pod is deleted, with its UID as
+// precondition so a pod is never restarted twice by one step, unless it is
+// already going or was started for this revision and template and no
+// ConfigMap was written now (a step cut short after the deletion). A pod
+// that was running when its ConfigMap was written runs the config before it,
+// whatever its annotations say, and is deleted.
+func (c *Controller) restartServer(ctx context.Context, so *serverObjects, target *render.Server) error {
 	logger := klog.FromContext(ctx)
+	wroteConfig := false
 	if so.configMap == nil || configMapDiffers(so.configMap, target.ConfigMap) {
 		if err := c.writeConfigMap(ctx, so.configMap, target.ConfigMap); err != nil {
 			return err
 		}
+		wroteConfig = true
 	}
 	if so.statefulSet == nil {
-		if _, err := c.createStatefulSet(ctx, target.StatefulSet); err != nil {
-			return err
-		}
-		return nil
+		_, err := c.createStatefulSet(ctx, target.StatefulSet)
+		return err
 	}
-	if updated != nil {
-		_, err := c.kubeClient.AppsV1().StatefulSets(updated.Namespace).Update(ctx, updated, metav1.UpdateOptions{FieldManager: FieldManager})
-		c.countWrite("statefulsets", "update")
-		if err != nil {
-			return writeError("updating", "StatefulSet", updated, err)
-		}
-		logger.V(2).Info("Updated StatefulSet template", "statefulset", klog.KObj(updated), "revision", revision)
+	if !runs(so) {
+		return c.updateTemplate(ctx, so, target)
 	}
 	pod := so.pod
-	if pod == nil || pod.DeletionTimestamp != nil ||
-		(pod.Annotations[clusterv1beta1.AnnotationConfigRevision] == revision &&
-			pod.Annotations[clusterv1beta1.AnnotationTemplateRevision] == target.TemplateRevision) {
+	if pod.DeletionTimestamp != nil || (!wroteConfig &&
+		pod.Annotations[clusterv1beta1.AnnotationConfigRevision] == target.Revision &&
+		pod.Annotations[clusterv1beta1.AnnotationTemplateRevision] == target.TemplateRevision) {
 		return nil
 	}
 	uid := pod.UID
@@ -145,7 +150,7 @@ func (c *Controller) restartServer(ctx context.Context, so *serverObjects, targe
 	case err != nil:
 		return writeError("deleting", "Pod", pod, err)
 	}
-	logger.V(2).Info("Deleted pod to restart it", "pod", klog.KObj(pod), "revision", revision)
+	logger.V(2).Info("Deleted pod to restart it", "pod", klog.KObj(pod), "revision", target.Revision)
 	return nil
 }
 

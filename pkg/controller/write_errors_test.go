@@ -150,11 +150,11 @@ func TestARefusedWriteIsReportedWithTheAPIServersWordsAndFixingTheSpecProceeds(t
 				return f
 			},
 			refused: "demo-2",
-			// The step asks the StatefulSet in dry run first (not listed):
-			// refused, not even the ConfigMap is written, and no pod is
-			// deleted.
-			first:            []string{"update natsclusters/status demo"},
-			fixed:            []string{"update configmaps demo-2-config", "update statefulsets demo-2", "delete pods demo-2-0", "update natsclusters/status demo"},
+			// The step writes the template first (OnDelete: it restarts
+			// nothing by itself): refused, not even the ConfigMap is
+			// written, and no pod is deleted.
+			first:            []string{"update statefulsets demo-2", "update natsclusters/status demo"},
+			fixed:            []string{"update statefulsets demo-2", "update configmaps demo-2-config", "delete pods demo-2-0", "update natsclusters/status demo"},
 			fixedProgressing: clusterv1beta1.ReasonRollingRestart,
 			fixedEvents:      [][2]string{{"Normal", clusterv1beta1.EventServerRestarted}, {"Normal", clusterv1beta1.ReasonRollingRestart}},
 		},
@@ -262,7 +262,7 @@ func TestAFailingOptionalObjectIsReportedAndDoesNotStopTheStep(t *testing.T) {
 		return true, nil, webhookTimeout
 	}}}
 	acts := f.sync()
-	want := []string{"create networkpolicies demo", "update configmaps demo-2-config", "update statefulsets demo-2", "delete pods demo-2-0", "update natsclusters/status demo"}
+	want := []string{"create networkpolicies demo", "update statefulsets demo-2", "update configmaps demo-2-config", "delete pods demo-2-0", "update natsclusters/status demo"}
 	if diff := cmp.Diff(want, describe(acts)); diff != "" {
 		t.Errorf("writes (-want +got):\n%s", diff)
 	}

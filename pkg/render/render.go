@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
 )
@@ -418,6 +419,7 @@ func withoutTypeMeta(claims []corev1.PersistentVolumeClaim) []corev1.PersistentV
 // annotations. spec is not modified.
 func templateDigest(spec *appsv1.StatefulSetSpec) (string, error) {
 	c := spec.DeepCopy()
+	c.UpdateStrategy = DigestedStrategy()
 	delete(c.Template.Annotations, clusterv1beta1.AnnotationConfigRevision)
 	delete(c.Template.Annotations, clusterv1beta1.AnnotationTemplateRevision)
 	var buf bytes.Buffer
@@ -425,6 +427,18 @@ func templateDigest(spec *appsv1.StatefulSetSpec) (string, error) {
 		return "", err
 	}
 	return digest(buf.Bytes()), nil
+}
+
+// DigestedStrategy is the update strategy a template revision is computed
+// with, whatever the StatefulSet carries: the RollingUpdate every release
+// before OnDelete wrote. The strategy says who restarts a pod, not what it
+// runs, so it changes no revision: the controller that brought OnDelete
+// restarts no server for it, and writes it with a server's next template.
+func DigestedStrategy() appsv1.StatefulSetUpdateStrategy {
+	return appsv1.StatefulSetUpdateStrategy{
+		Type:          appsv1.RollingUpdateStatefulSetStrategyType,
+		RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{Partition: ptr(int32(0)), MaxUnavailable: ptr(intstr.FromInt32(1))},
+	}
 }
 
 // insertRevision fills the empty revision of a config rendered without one.

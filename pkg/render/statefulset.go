@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
 )
@@ -129,10 +128,12 @@ func statefulSet(nc *clusterv1beta1.NatsCluster, ordinal int32, rev string, tls 
 			Selector:            &metav1.LabelSelector{MatchLabels: ServerSelector(nc.Name, ordinal)},
 			ServiceName:         HeadlessServiceName(nc.Name),
 			PodManagementPolicy: appsv1.ParallelPodManagement,
-			UpdateStrategy: appsv1.StatefulSetUpdateStrategy{
-				Type:          appsv1.RollingUpdateStatefulSetStrategyType,
-				RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{Partition: ptr(int32(0)), MaxUnavailable: ptr(intstr.FromInt32(1))},
-			},
+			// The controller alone restarts a server, by deleting its pod
+			// at its step: a template change restarts nothing by itself,
+			// so a step writes the template first and has the API
+			// server's verdict on it before anything that does
+			// (pkg/controller: restart).
+			UpdateStrategy:       appsv1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType},
 			RevisionHistoryLimit: ptr(int32(10)),
 			PersistentVolumeClaimRetentionPolicy: &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
 				WhenDeleted: appsv1.RetainPersistentVolumeClaimRetentionPolicyType,

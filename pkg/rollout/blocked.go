@@ -8,12 +8,14 @@ import (
 // the target config, its template is the target template, and its pod was
 // last restarted for the target config (the step that restarts it writes the
 // ConfigMap first) or reloaded it, and it is not stopped (a scale-down
-// stopped it, then spec.replicas went back up: its restart starts it).
-// Whether the pod runs it is for the server to report.
+// stopped it, then spec.replicas went back up: its restart starts it), and
+// its running pod was started from that template (a step cut short after
+// the template write leaves the old pod running: PodBehindTemplate).
+// Whether the pod runs the config is for the server to report.
 func (in *Input) atTarget(s ServerState) bool {
 	rev := in.targetOf(s)
 	return s.Created && !s.Stopped && s.ConfigRevision == rev && (s.RestartRevision == rev || in.reloaded(s)) &&
-		s.TemplateRevision == s.TargetTemplateRevision
+		s.TemplateRevision == s.TargetTemplateRevision && !s.PodBehindTemplate
 }
 
 // targetOf is the config revision the target renders for a server.

@@ -117,6 +117,12 @@ func restarting(name string) opt {
 	}
 }
 
+// podBehind: the server's pod still runs, started from the template before
+// the one its StatefulSet has now (a step cut short before the deletion).
+func podBehind(name string) opt {
+	return func(in *Input) { server(in, name).PodBehindTemplate = true }
+}
+
 func notReady(name string) opt {
 	return func(in *Input) { server(in, name).PodReady = false }
 }

@@ -402,6 +402,20 @@ func TestPlan(t *testing.T) {
 			},
 		},
 		{
+			// The controller died after the step wrote demo-1's template
+			// and ConfigMap, before it deleted the pod: under OnDelete the
+			// old pod runs on and would never report the target.
+			name: "a server whose objects are at the target but whose pod was started from the older template is stepped again, not waited for",
+			in: cluster(3, stepped("demo-2"), stepped("demo-1"), reports("demo-1", oldRev), podBehind("demo-1"),
+				previous(&clusterv1beta1.RolloutStatus{TargetRevision: newRev, Current: "demo-1", Updated: []string{"demo-2"}, Pending: []string{"demo-0"}})),
+			want: want{
+				step:   &Step{Kind: RestartOne, Servers: []string{"demo-1"}},
+				status: metav1.ConditionTrue, reason: clusterv1beta1.ReasonRollingRestart,
+				contains:   []string{"restarting demo-1 (2 of 3)"},
+				anyRollout: true,
+			},
+		},
+		{
 			name: "a server missing from the JetStream meta group closes the gate on MetaMembership",
 			in:   cluster(3, metaMembers("demo-0", "demo-2"), at(15*time.Minute), previous(&clusterv1beta1.RolloutStatus{TargetRevision: newRev, Gate: gate(clusterv1beta1.GateMetaMembership, t0)})),
 			want: want{

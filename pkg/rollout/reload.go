@@ -66,13 +66,16 @@ func (p *planner) reloadable(s ServerState) (bool, string) {
 	if in.reloadRefused(s) {
 		return false, fmt.Sprintf("nats-server refused to reload %s: %s", s.Name, s.Reload.Message)
 	}
+	if s.PodBehindTemplate {
+		return false, fmt.Sprintf("the pod of %s was started from an older template than its StatefulSet's (a step cut short): only replacing the pod applies it", s.Name)
+	}
 	if s.TemplateRevision != s.TargetTemplateRevision {
 		if why := restartOnly(in, Classify(s.Running, in.Target)); why != "" {
 			return false, why
 		}
 		switch {
 		case len(s.TemplateChanges) == 1 && s.TemplateChanges[0] == "labels or annotations":
-			return false, fmt.Sprintf("the pod template of %s changes only its labels or annotations: the server itself would not need a restart, but its StatefulSet replaces the pod for any template change", s.Name)
+			return false, fmt.Sprintf("the pod template of %s changes only its labels or annotations: the server itself would not need a restart, but a pod takes a new template only by being replaced", s.Name)
 		case len(s.TemplateChanges) > 0:
 			return false, fmt.Sprintf("the pod template of %s changes (%s), which only a restart applies", s.Name, strings.Join(s.TemplateChanges, ", "))
 		}

@@ -165,6 +165,13 @@ type ServerState struct {
 	PodExists bool
 	// PodReady says whether the server's pod is Ready.
 	PodReady bool
+	// PodBehindTemplate says the server's pod runs and is not being
+	// deleted, but was started from an older pod template than its
+	// StatefulSet's (its revision annotations differ): a step cut short
+	// after it wrote the template. StatefulSets use the OnDelete strategy,
+	// so nothing else replaces that pod: the server is not at its target
+	// and its step is taken again (which deletes the pod).
+	PodBehindTemplate bool
 	// Answered says whether the server answered on its monitoring port.
 	Answered bool
 	// ReportedRevision is the config revision the server itself reports

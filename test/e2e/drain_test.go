@@ -28,8 +28,10 @@ var (
 // A drain between the observation and the step: the controller decided to
 // restart a server on a settled cluster, and before it wrote anything an
 // eviction the PodDisruptionBudget allowed took another server down (the
-// controller is paused there by --pause-before-step). The step asks the
-// budget in dry run, is refused, and waits with the budget's words; it is
+// controller is paused there by --pause-before-step). The step reads the
+// budget and the other servers' pods from the controller's caches, which
+// the eviction has reached by then, is refused, and waits with the
+// budget's words; it is
 // taken once the evicted server is back. The test's own tracker never sees
 // two servers down at once, and the rollout completes.
 func TestAnEvictionBetweenTheObservationAndTheStepMakesTheStepWait(t *testing.T) {

@@ -281,7 +281,7 @@ const (
 	ManagedByValue = "nats-operator"
 	// AnnotationConfigRevision is the pod template annotation carrying the
 	// config revision the server's pod was last restarted for: a restart step
-	// writes it (so the StatefulSet replaces the pod), a reload would not.
+	// writes it (and replaces the pod), a reload would not.
 	AnnotationConfigRevision = "cluster.nats-operator.io/config-revision"
 	// AnnotationRoutesCA (on a server's ConfigMap) is a digest of the route
 	// CA the server was last given: the CA it checks every new route
