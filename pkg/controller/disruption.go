@@ -17,7 +17,9 @@ package controller
 // limit. The dry run was no more atomic than this read: an eviction after it
 // and before the pod's deletion took a second server down just the same.
 // What the cache may miss is an eviction in the few milliseconds its watch
-// is behind.
+// is behind. An eviction the budget granted is named in its status
+// (DisruptedPods) before the pod is deleted: the step waits for it. A status
+// behind a pod that became Ready is not waited for (healthy, below).
 
 import (
 	"fmt"
@@ -79,13 +81,43 @@ func disruptionAllowed(server string, view budgetView) error {
 	if pdb == nil {
 		return nil
 	}
+	own := view.pods[server].Name
+	var granted []string
+	for pod := range pdb.Status.DisruptedPods {
+		if pod != own {
+			granted = append(granted, pod)
+		}
+	}
 	switch st := pdb.Status; {
 	case st.ObservedGeneration < pdb.Generation:
 		return &disruptionWaitError{server: server, words: fmt.Sprintf(
 			"the status of the pod's disruption budget %s is older than its spec (generation %d, status of %d)", pdb.Name, pdb.Generation, st.ObservedGeneration)}
-	case st.DisruptionsAllowed < 1:
+	case len(granted) > 0:
+		slices.Sort(granted)
+		return &disruptionWaitError{server: server, words: fmt.Sprintf(
+			"the pod's disruption budget %s granted the eviction of %s", pdb.Name, strings.Join(granted, ", "))}
+	case st.DisruptionsAllowed < 1 && !(st.CurrentHealthy < healthy(view) && healthy(view)-1 >= st.DesiredHealthy):
 		return &disruptionWaitError{server: server, words: fmt.Sprintf(
 			"the pod's disruption budget %s needs %d healthy pods and has %d currently", pdb.Name, st.DesiredHealthy, st.CurrentHealthy)}
 	}
 	return nil
+}
+
+// healthy counts the view's pods that are Ready and not being deleted.
+//
+// A budget whose status allows no disruption while it counts fewer healthy
+// pods than these is behind a pod that became Ready (the disruption
+// controller writes its count a few hundred milliseconds after the pod's
+// readiness): the step goes on the pods' own count. Going on it is as safe
+// as the status: while the status allows none, the eviction API grants no
+// eviction, and an eviction it granted before is named in DisruptedPods,
+// which makes the step wait.
+func healthy(view budgetView) int32 {
+	var n int32
+	for _, p := range view.pods {
+		if p != nil && p.DeletionTimestamp == nil && kubeutil.PodReady(p) {
+			n++
+		}
+	}
+	return n
 }

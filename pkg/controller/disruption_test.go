@@ -26,9 +26,19 @@ func budgetAllowing(out *render.Output, n, healthy, allowed int32) *policyv1.Pod
 	return pdb
 }
 
+// granted marks pods as evicted by the eviction API in a budget's status
+// (DisruptedPods), as it does before the pods' deletion.
+func granted(pdb *policyv1.PodDisruptionBudget, pods ...string) *policyv1.PodDisruptionBudget {
+	pdb.Status.DisruptedPods = map[string]metav1.Time{}
+	for _, p := range pods {
+		pdb.Status.DisruptedPods[p] = metav1.Now()
+	}
+	return pdb
+}
+
 // A restart step reads the PodDisruptionBudget first, from the cache as it
-// is when the step is written. Refused — a drain took another server down
-// after the observation, and the budget's status says so — nothing is
+// is when the step is written. Refused — a drain evicts another server after
+// the observation, and the budget's status names it — nothing is
 // written: Progressing stays RollingRestart with the budget's words, and
 // the next sync, the budget allowing it again, takes the step. The eviction
 // API is never asked.
@@ -37,7 +47,7 @@ func TestARestartTheDisruptionBudgetRefusesWaits(t *testing.T) {
 	objs := running(t, outOld)
 	for i, o := range objs {
 		if _, ok := o.(*policyv1.PodDisruptionBudget); ok {
-			objs[i] = budgetAllowing(outOld, 3, 2, 0)
+			objs[i] = granted(budgetAllowing(outOld, 3, 3, 0), "demo-1-0")
 		}
 	}
 	f := newFixture(t, nc, append(objs, secret)...)
@@ -57,7 +67,7 @@ func TestARestartTheDisruptionBudgetRefusesWaits(t *testing.T) {
 		t.Fatalf("Progressing = %+v, want True RollingRestart", p)
 	}
 	for _, want := range []string{"before restarting demo-2: waiting, the PodDisruptionBudget allows no disruption now",
-		"the pod's disruption budget demo needs 2 healthy pods and has 2 currently"} {
+		"the pod's disruption budget demo granted the eviction of demo-1-0"} {
 		if !strings.Contains(p.Message, want) {
 			t.Errorf("Progressing does not say %q: %s", want, p.Message)
 		}
@@ -81,9 +91,11 @@ func TestARestartTheDisruptionBudgetRefusesWaits(t *testing.T) {
 
 // The budget check (disruptionAllowed) refuses when another server is down
 // in the cache (gone, being deleted, not Ready: seen before the budget's
-// status counts it) or when the budget's status allows no disruption or is
-// older than its spec, as the eviction API would. A pod already gone, being
-// deleted or not Ready is not the budget's to guard.
+// status counts it), when the budget's status names an eviction it granted,
+// is older than its spec, or allows no disruption while it counts as many
+// healthy pods as the cache (a status behind a pod that became Ready is
+// not waited for). A pod already gone, being deleted or not Ready is not the
+// budget's to guard.
 func TestDisruptionAllowedReadsTheBudgetAndThePods(t *testing.T) {
 	out := mustRender(t, rt.NewCluster("nats", "demo"))
 	ready := func(name string) *corev1.Pod {
@@ -118,8 +130,14 @@ func TestDisruptionAllowedReadsTheBudgetAndThePods(t *testing.T) {
 			words: "the pod's disruption budget allows one server down at a time: demo-1-0 is being deleted"},
 		{name: "two others down", view: budgetView{budgetAllowing(out, 3, 3, 1), pods(ready("demo-0-0"), notReady("demo-1-0"), nil)},
 			words: "demo-1-0 is not Ready, demo-2 has no pod"},
-		{name: "the budget's status allows none", view: budgetView{budgetAllowing(out, 3, 2, 0), pods(ready("demo-0-0"), ready("demo-1-0"), ready("demo-2-0"))},
-			words: "the pod's disruption budget demo needs 2 healthy pods and has 2 currently"},
+		{name: "the budget's status allows none while it counts every pod healthy", view: budgetView{budgetAllowing(out, 3, 3, 0), pods(ready("demo-0-0"), ready("demo-1-0"), ready("demo-2-0"))},
+			words: "the pod's disruption budget demo needs 2 healthy pods and has 3 currently"},
+		{name: "the budget's status behind a pod that became Ready: the pods' own count", view: budgetView{budgetAllowing(out, 3, 2, 0), pods(ready("demo-0-0"), ready("demo-1-0"), ready("demo-2-0"))}},
+		{name: "the budget's status behind, another server not Ready", view: budgetView{budgetAllowing(out, 3, 1, 0), pods(ready("demo-0-0"), notReady("demo-1-0"), ready("demo-2-0"))},
+			words: "demo-1-0 is not Ready"},
+		{name: "an eviction the budget granted, its pod not being deleted yet", view: budgetView{granted(budgetAllowing(out, 3, 3, 0), "demo-1-0"), pods(ready("demo-0-0"), ready("demo-1-0"), ready("demo-2-0"))},
+			words: "the pod's disruption budget demo granted the eviction of demo-1-0"},
+		{name: "an eviction granted of the stepped server's own pod", view: budgetView{granted(budgetAllowing(out, 3, 3, 1), "demo-0-0"), pods(ready("demo-0-0"), ready("demo-1-0"), ready("demo-2-0"))}},
 		{name: "the budget's status older than its spec", view: budgetView{stale, pods(ready("demo-0-0"), ready("demo-1-0"), ready("demo-2-0"))},
 			words: "is older than its spec (generation 2, status of 1)"},
 		{name: "the stepped server already down: not the budget's", view: budgetView{budgetAllowing(out, 3, 2, 0), pods(notReady("demo-0-0"), notReady("demo-1-0"), ready("demo-2-0"))}},
