@@ -215,7 +215,7 @@ func New(ctx context.Context, o Options) *Controller {
 	c := &Controller{
 		kubeClient:          kubeClient,
 		natsClient:          natsClient,
-		gatherer:            gatherer{src: src, systemUsers: &systemUserCache{}, minted: &mintedUsers{lifetime: cmp.Or(o.SystemUserLifetime, DefaultSystemUserLifetime)}},
+		gatherer:            gatherer{src: src, systemUsers: &systemUserCache{}, deletions: &podDeletions{}, minted: &mintedUsers{lifetime: cmp.Or(o.SystemUserLifetime, DefaultSystemUserLifetime)}},
 		api:                 src.API.(*apiReader),
 		ownWrites:           newOwnWrites(),
 		catchUps:            newCatchUps(),

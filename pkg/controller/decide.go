@@ -264,7 +264,7 @@ func planInput(f *facts, out *render.Output, snap *observe.Snapshot, blocked *ro
 			s.ConfigRevision = run.ConfigRevision
 			s.Running = rollout.ConfigFacts(run.Facts)
 			s.StagedRevision = stagedRevision(so.configMap)
-			s.PodBehindTemplate = podBehindTemplate(sts, so.pod)
+			s.PodBehindTemplate = !so.podGoing && podBehindTemplate(sts, so.pod)
 		}
 		if srv, ok := snap.Server(so.name); ok && srv.Answered {
 			s.Answered = true
@@ -275,12 +275,13 @@ func planInput(f *facts, out *render.Output, snap *observe.Snapshot, blocked *ro
 	return in
 }
 
-// podBehindTemplate says a running pod, not being deleted, was started from
-// an older template than its StatefulSet's: its config and template revision
-// annotations (copied from the template it was made from) differ from the
-// StatefulSet's. Under OnDelete only a step replaces it.
+// podBehindTemplate says a running pod was started from an older template
+// than its StatefulSet's: its config and template revision annotations
+// (copied from the template it was made from) differ from the
+// StatefulSet's. Under OnDelete only a step replaces it. A pod going (being
+// deleted, or deleted by this controller: serverObjects.podGoing) is not.
 func podBehindTemplate(sts *appsv1.StatefulSet, pod *corev1.Pod) bool {
-	if pod == nil || pod.DeletionTimestamp != nil {
+	if pod == nil {
 		return false
 	}
 	for _, key := range []string{clusterv1beta1.AnnotationConfigRevision, clusterv1beta1.AnnotationTemplateRevision} {

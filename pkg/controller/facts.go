@@ -37,7 +37,7 @@ func (f *facts) clone() *facts {
 		out := make([]serverObjects, len(in))
 		for i, so := range in {
 			out[i] = serverObjects{name: so.name, ordinal: so.ordinal,
-				statefulSet: so.statefulSet.DeepCopy(), configMap: so.configMap.DeepCopy(), pod: so.pod.DeepCopy()}
+				statefulSet: so.statefulSet.DeepCopy(), configMap: so.configMap.DeepCopy(), pod: so.pod.DeepCopy(), podGoing: so.podGoing}
 		}
 		return out
 	}

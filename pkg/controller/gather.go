@@ -62,6 +62,9 @@ type serverObjects struct {
 	statefulSet *appsv1.StatefulSet
 	configMap   *corev1.ConfigMap
 	pod         *corev1.Pod
+	// podGoing says the pod is being deleted, or was deleted by this
+	// controller and the cache does not show it yet (podDeletions).
+	podGoing bool
 }
 
 // facts are what one sync gathered. Nothing writes them after gather
@@ -150,6 +153,9 @@ type gatherer struct {
 	systemUsers *systemUserCache
 	// minted are the system account users minted with trusts' signing keys.
 	minted *mintedUsers
+	// deletions are the pods this controller deleted (nil: none known, as
+	// in kubectl nats plan).
+	deletions *podDeletions
 }
 
 // gather reads the cluster's references and objects. A reference that
@@ -165,7 +171,7 @@ func (g *gatherer) gather(ctx context.Context, nc *clusterv1beta1.NatsCluster, n
 	if err := g.gatherSupporting(ctx, f); err != nil {
 		return nil, err
 	}
-	err = g.gatherServers(f)
+	err = g.gatherServers(f, now)
 	if err == nil {
 		err = g.gatherClaims(ctx, f)
 	}
@@ -246,10 +252,10 @@ func (g *gatherer) gatherSupporting(ctx context.Context, f *facts) error {
 
 // gatherServers reads the objects of every server of the spec, and of every
 // server beyond it that still has a StatefulSet the cluster controls.
-func (g *gatherer) gatherServers(f *facts) error {
+func (g *gatherer) gatherServers(f *facts, now time.Time) error {
 	nc := f.nc
 	for i := range nc.Spec.Replicas {
-		so, err := g.gatherServer(nc, i)
+		so, err := g.gatherServer(nc, i, now)
 		if err != nil {
 			return err
 		}
@@ -264,7 +270,7 @@ func (g *gatherer) gatherServers(f *facts) error {
 		if !ok || i < nc.Spec.Replicas || !metav1.IsControlledBy(sts, nc) {
 			continue
 		}
-		so, err := g.gatherServer(nc, i)
+		so, err := g.gatherServer(nc, i, now)
 		if err != nil {
 			return err
 		}
@@ -274,8 +280,9 @@ func (g *gatherer) gatherServers(f *facts) error {
 	return nil
 }
 
-// gatherServer reads one server's objects.
-func (g *gatherer) gatherServer(nc *clusterv1beta1.NatsCluster, i int32) (serverObjects, error) {
+// gatherServer reads one server's objects, and whether its pod is going
+// (being deleted, or deleted by this controller and not shown so yet).
+func (g *gatherer) gatherServer(nc *clusterv1beta1.NatsCluster, i int32, now time.Time) (serverObjects, error) {
 	so := serverObjects{name: render.ServerName(nc.Name, i), ordinal: i}
 	if sts, err := g.src.StatefulSets.StatefulSets(nc.Namespace).Get(render.StatefulSetName(nc.Name, i)); err == nil {
 		if !metav1.IsControlledBy(sts, nc) {
@@ -296,6 +303,7 @@ func (g *gatherer) gatherServer(nc *clusterv1beta1.NatsCluster, i int32) (server
 	if pod, err := g.src.Pods.Pods(nc.Namespace).Get(render.PodName(nc.Name, i)); err == nil {
 		if so.statefulSet != nil && metav1.IsControlledBy(pod, so.statefulSet) {
 			so.pod = pod
+			so.podGoing = g.deletions.going(pod, now)
 		}
 	} else if !apierrors.IsNotFound(err) {
 		return so, err

@@ -120,4 +120,14 @@ func TestAStepCutShortBeforeThePodsDeletionIsTakenAgain(t *testing.T) {
 	f.snap = settled(outOld, outOld.Revision)
 	acts := f.sync()
 	assertActions(t, acts, "delete pods demo-2-0", "update natsclusters/status demo")
+
+	// The sync the step's status write brings, its pod cache still behind
+	// the deletion: the pod it deleted is going, not a step to take again.
+	f.nc = writtenStatus(acts)
+	acts = f.sync()
+	for _, a := range describe(acts) {
+		if a == "delete pods demo-2-0" {
+			t.Errorf("the pod was deleted again while the cache did not show its deletion yet: %v", describe(acts))
+		}
+	}
 }

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -136,7 +137,7 @@ func (c *Controller) restartServer(ctx context.Context, so *serverObjects, targe
 		return c.updateTemplate(ctx, so, target)
 	}
 	pod := so.pod
-	if pod.DeletionTimestamp != nil || (!wroteConfig &&
+	if so.podGoing || pod.DeletionTimestamp != nil || (!wroteConfig &&
 		pod.Annotations[clusterv1beta1.AnnotationConfigRevision] == target.Revision &&
 		pod.Annotations[clusterv1beta1.AnnotationTemplateRevision] == target.TemplateRevision) {
 		return nil
@@ -150,6 +151,7 @@ func (c *Controller) restartServer(ctx context.Context, so *serverObjects, targe
 	case err != nil:
 		return writeError("deleting", "Pod", pod, err)
 	}
+	c.gatherer.deletions.deleted(uid, time.Now())
 	logger.V(2).Info("Deleted pod to restart it", "pod", klog.KObj(pod), "revision", target.Revision)
 	return nil
 }

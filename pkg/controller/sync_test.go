@@ -55,7 +55,10 @@ func (fakeObserver) ViewRemoteMetaLeader(context.Context, observe.Target, *obser
 func (fakeObserver) Close() {}
 
 type fixture struct {
-	t           *testing.T
+	t *testing.T
+	// deletions are the controller's memory of the pods it deleted, kept
+	// across the fixture's syncs as one controller process keeps it.
+	deletions   *podDeletions
 	nc          *clusterv1beta1.NatsCluster
 	kubeObjects []runtime.Object
 	// uncached are objects the API server holds that the caches have not
@@ -95,7 +98,7 @@ func newFixture(t *testing.T, nc *clusterv1beta1.NatsCluster, objs ...runtime.Ob
 		nc.Finalizers = append(nc.Finalizers, clusterv1beta1.FinalizerStreams)
 	}
 
-	return &fixture{t: t, nc: nc, kubeObjects: objs, snap: &observe.Snapshot{
+	return &fixture{t: t, nc: nc, kubeObjects: objs, deletions: &podDeletions{}, snap: &observe.Snapshot{
 		Verdict: observe.Verdict{Status: metav1.ConditionUnknown, Reason: clusterv1beta1.ReasonObservationFailed, Message: "not observed"},
 	}}
 }
@@ -117,6 +120,7 @@ func (f *fixture) sync() []core.Action {
 		PodTemplatePolicy: f.podTemplatePolicy})
 	f.recorder = record.NewFakeRecorder(100)
 	c.recorder = f.recorder
+	c.gatherer.deletions = f.deletions
 	c.observer = fakeObserver{f.snap}
 	c.checkFacts = func(after, gathered *facts) {
 		if d := cmp.Diff(gathered, after, cmp.Exporter(func(reflect.Type) bool { return true })); d != "" {
