@@ -147,6 +147,14 @@ func (m *Metrics) recordDecision(key cache.ObjectName, d rollout.Decision, now t
 	}
 }
 
+// gateLookedClosed remembers a look within a sync that found a
+// NatsCluster's gate closed (lookAgainAtOnce), as a sync that waits does.
+func (m *Metrics) gateLookedClosed(key cache.ObjectName, at time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.gateClosedAt[key] = at
+}
+
 // stepTaken counts a step executed for a NatsCluster from start to end and
 // observes its duration. When the cluster's last sync waited at the gate,
 // and the gate let the step through (not force-step, not a server that is

@@ -69,6 +69,13 @@ func (f *fixture) live() *liveController {
 // status the sync wrote) and the sync's writes.
 func (l *liveController) sync(nc *clusterv1beta1.NatsCluster, snap *observe.Snapshot) (*clusterv1beta1.NatsCluster, []core.Action) {
 	l.t.Helper()
+	l.c.observer = fakeObserver{snap}
+	return l.syncObserved(nc)
+}
+
+// syncObserved is sync with the controller's observer as it is.
+func (l *liveController) syncObserved(nc *clusterv1beta1.NatsCluster) (*clusterv1beta1.NatsCluster, []core.Action) {
+	l.t.Helper()
 	l.rv++
 	nc = nc.DeepCopy()
 	nc.ResourceVersion = strconv.Itoa(l.rv)
@@ -77,7 +84,6 @@ func (l *liveController) sync(nc *clusterv1beta1.NatsCluster, snap *observe.Snap
 	}
 	l.kube.ClearActions()
 	l.nats.ClearActions()
-	l.c.observer = fakeObserver{snap}
 	if _, err := l.c.sync(context.Background(), cache.MetaObjectToName(nc)); err != nil {
 		l.t.Fatalf("sync: %v", err)
 	}

@@ -184,6 +184,9 @@ func (c *Controller) prepare(ctx context.Context, key cache.ObjectName) (finishF
 		// supercluster, asked over the $SYS access decide chose.
 		p = decide(f, snap, c.decideOptions(now))
 	}
+	if f.nc.Spec.Gateway == nil {
+		snap, p, now = c.lookAgainAtOnce(ctx, key, f, snap, p, now)
+	}
 	return func(ctx context.Context) (time.Duration, error) {
 		if checkFacts != nil {
 			defer checkFacts()
