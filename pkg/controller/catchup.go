@@ -22,12 +22,19 @@ import (
 const catchUpFirstLook = 250 * time.Millisecond
 
 // catchUpStalledFast is how long a lag that does not shrink is still looked
-// at every catchUpFirstLook before the looks slow to one a second. The lag
+// at every catchUpStalledLook before the looks slow to one a second. The lag
 // a stream leader reports for a restarted follower can stay the same while
 // the follower copies the stream and then drop to none at once
 // (hack/bench-rollout.sh: "lag up to 9549" at two looks 1.3 s apart, current
 // a second later, so the step followed the gate by 0.97 s).
 const catchUpStalledFast = 2 * time.Second
+
+// catchUpStalledLook is how often a lag that does not shrink is looked at
+// within catchUpStalledFast: as often as one within nearlyCurrentLag, since
+// it may be gone at the next look. At 250 ms (bench-rollout run 7, "lag up
+// to 13848" unchanged for 1.3 s, then current) a step followed its gate by
+// 0.27 s.
+const catchUpStalledLook = catchUpRequeue
 
 // catchingUp returns the largest lag of the members not current when a
 // step waits on Settled only for members catching up: the rollout waits on
@@ -62,9 +69,10 @@ func catchingUp(d rollout.Decision, snap *observe.Snapshot) (lag uint64, ok bool
 // catching up, the last lag observed and when, to look again about when
 // the lag will be gone: half the time the rate between the last two looks
 // gives, between catchUpRequeue and inFlightRequeue. A lag that does not
-// shrink is looked at every catchUpFirstLook for catchUpStalledFast, then
+// shrink is looked at every catchUpStalledLook for catchUpStalledFast, then
 // once a second, as before. The budget: one look at catchUpFirstLook, then
-// at most one look per halving of the time left, or 8 looks more per stall.
+// at most one look per halving of the time left, or 40 looks more per stall
+// (2 s at 50 ms).
 type catchUps struct {
 	mu   sync.Mutex
 	last map[cache.ObjectName]lagSample
@@ -107,7 +115,7 @@ func (c *catchUps) next(key cache.ObjectName, d rollout.Decision, snap *observe.
 		}
 		c.last[key] = lagSample{at: now, lag: lag, stalled: since}
 		if now.Sub(since) < catchUpStalledFast {
-			return catchUpFirstLook, true
+			return catchUpStalledLook, true
 		}
 		return inFlightRequeue, true
 	}

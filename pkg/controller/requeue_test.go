@@ -55,7 +55,8 @@ func TestRequeueAfter(t *testing.T) {
 // they will be current: every 50 ms within nearlyCurrentLag operations;
 // further behind, once after catchUpFirstLook, then at half the time the
 // rate between the last two looks leaves (at least 50 ms, at most a
-// second; a lag not shrinking, a second). Anything else is not this case.
+// second; a lag not shrinking, every 50 ms for 2 s, then a second).
+// Anything else is not this case.
 func TestACatchUpIsLookedAtWhenItShouldBeDone(t *testing.T) {
 	waitingOnSettled := rollout.Decision{Soon: true, Rollout: &clusterv1beta1.RolloutStatus{Gate: &clusterv1beta1.Gate{WaitingFor: clusterv1beta1.GateSettled}}}
 	catchingUpVerdict := observe.Verdict{Status: metav1.ConditionFalse, Reason: clusterv1beta1.ReasonGroupsCatchingUp}
@@ -109,12 +110,12 @@ func TestACatchUpIsLookedAtWhenItShouldBeDone(t *testing.T) {
 		{"within nearlyCurrentLag", 0, 40, catchUpRequeue},
 		{"far behind, first seen", 50 * time.Millisecond, 13000, catchUpFirstLook},
 		{"8,000 operations in 250 ms: 5,000 left, 156 ms at that rate", 300 * time.Millisecond, 5000, 78 * time.Millisecond},
-		{"not shrinking: looked at soon", 400 * time.Millisecond, 5000, catchUpFirstLook},
-		{"still not shrinking, 1.5 s since it stalled", 1800 * time.Millisecond, 5000, catchUpFirstLook},
+		{"not shrinking: looked at every 50 ms", 400 * time.Millisecond, 5000, catchUpStalledLook},
+		{"still not shrinking, 1.5 s since it stalled", 1800 * time.Millisecond, 5000, catchUpStalledLook},
 		{"still not shrinking, 2.2 s since it stalled: once a second", 2500 * time.Millisecond, 5000, inFlightRequeue},
 		{"1 operation in 500 ms: the second at most", 3 * time.Second, 4999, inFlightRequeue},
 		{"4,000 in 100 ms: 999 left, 25 ms at that rate, 50 ms at least", 3100 * time.Millisecond, 999, catchUpRequeue},
-		{"not shrinking again: a new stall, looked at soon", 3300 * time.Millisecond, 999, catchUpFirstLook},
+		{"not shrinking again: a new stall, looked at soon", 3300 * time.Millisecond, 999, catchUpStalledLook},
 	} {
 		got, ok := c.next(key, waitingOnSettled, snap(step.lag), t0.Add(step.after))
 		if !ok || (got-step.want).Abs() > time.Millisecond {
