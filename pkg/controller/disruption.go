@@ -88,6 +88,7 @@ func disruptionAllowed(server string, view budgetView) error {
 			granted = append(granted, pod)
 		}
 	}
+	n := healthy(view)
 	switch st := pdb.Status; {
 	case st.ObservedGeneration < pdb.Generation:
 		return &disruptionWaitError{server: server, words: fmt.Sprintf(
@@ -96,7 +97,7 @@ func disruptionAllowed(server string, view budgetView) error {
 		slices.Sort(granted)
 		return &disruptionWaitError{server: server, words: fmt.Sprintf(
 			"the pod's disruption budget %s granted the eviction of %s", pdb.Name, strings.Join(granted, ", "))}
-	case st.DisruptionsAllowed < 1 && !(st.CurrentHealthy < healthy(view) && healthy(view)-1 >= st.DesiredHealthy):
+	case st.DisruptionsAllowed < 1 && !(st.CurrentHealthy < n && n-1 >= st.DesiredHealthy):
 		return &disruptionWaitError{server: server, words: fmt.Sprintf(
 			"the pod's disruption budget %s needs %d healthy pods and has %d currently", pdb.Name, st.DesiredHealthy, st.CurrentHealthy)}
 	}

@@ -137,7 +137,7 @@ func (c *Controller) restartServer(ctx context.Context, so *serverObjects, targe
 		return c.updateTemplate(ctx, so, target)
 	}
 	pod := so.pod
-	if so.podGoing || pod.DeletionTimestamp != nil || (!wroteConfig &&
+	if so.podGoing || (!wroteConfig &&
 		pod.Annotations[clusterv1beta1.AnnotationConfigRevision] == target.Revision &&
 		pod.Annotations[clusterv1beta1.AnnotationTemplateRevision] == target.TemplateRevision) {
 		return nil
