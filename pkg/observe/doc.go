@@ -30,8 +30,14 @@
 // without a system account in the running config (the seed's first failure,
 // measured), and a split cluster is seen server by server.
 //
-// A server whose /varz or /jsz does not answer is silent: the verdict is then
-// False ServersSilent, never "fine". Each request is bounded by
+// A server's /varz, /jsz, /routez and /healthz are asked at once, then
+// /gatewayz and /leafz when /varz says it has them: one round trip to a
+// busy server instead of two on the path of every rollout step's gate
+// (BenchmarkObserve3ServersUnderWrites: 2.12 ms a look, 1.79 ms at once).
+// A server whose /varz or /jsz does not answer, or whose /varz names
+// another server (an address reused), is silent, and what else it
+// answered is dropped: the verdict is then False ServersSilent, never
+// "fine". Each request is bounded by
 // Options.RequestTimeout (2 s); servers are asked in parallel, so a silent
 // server costs about that long. Observe returns only after every request
 // ended: it leaves no goroutine behind. The HTTP client (and its idle

@@ -213,6 +213,34 @@ func TestObserveWithoutAuth(t *testing.T) {
 			t.Errorf("observation took %s, want about %s", snap.Took, DefaultRequestTimeout)
 		}
 	})
+
+	t.Run("an address that reaches another server is silent, with nothing of the other's", func(t *testing.T) {
+		// Every endpoint is asked at once (ask): what the wrong server
+		// answered besides /varz must not count for the expected one.
+		// An earlier subtest may have left a server stopped: the address
+		// of the first server that answers is given to the next one.
+		snap := o.Observe(context.Background(), target)
+		a := slices.IndexFunc(snap.Servers, func(s Server) bool { return s.Answered })
+		if a < 0 {
+			t.Fatalf("no server answers: %s", snap.Verdict.Message)
+		}
+		answering, b := snap.Servers[a].Name, (a+1)%len(snap.Servers)
+		wrong := target
+		wrong.Servers = slices.Clone(target.Servers)
+		wrong.Servers[b].MonitorPort = wrong.Servers[a].MonitorPort
+		snap = o.Observe(context.Background(), wrong)
+		logSnapshot(t, snap)
+		s := snap.Servers[b]
+		if s.Answered || !strings.Contains(s.Err, fmt.Sprintf("answered as server %q", answering)) || s.ReportedName != answering {
+			t.Errorf("%s: answered %v, reported name %q, err %q", s.Name, s.Answered, s.ReportedName, s.Err)
+		}
+		if s.JetStream || s.Healthy || len(s.Routes) > 0 || s.MetaLeader != "" || len(s.MetaMembers) > 0 {
+			t.Errorf("%s kept what %s answered: %+v", s.Name, answering, s)
+		}
+		if snap.Verdict.Reason != clusterv1beta1.ReasonServersSilent || !containsWord(snap.Verdict.Message, s.Name) {
+			t.Errorf("verdict %s: %s", snap.Verdict.Reason, snap.Verdict.Message)
+		}
+	})
 }
 
 func TestObserveInOperatorMode(t *testing.T) {

@@ -381,9 +381,14 @@ func agreedMetaLeader(servers []Server) string {
 	return leader
 }
 
-// ask queries one server: /varz first (a silent server stops there), then
-// /jsz (paged), /routez, /healthz and, with gateways, /gatewayz, with
-// leaf nodes /leafz, in parallel.
+// ask queries one server: /varz, /jsz (paged), /routez and /healthz at
+// once, then, once /varz says the server has them, /gatewayz and /leafz.
+// Asked one after the other, /varz and the rest were two round trips to a
+// busy server on the path of every step's gate (issue 37); at once they
+// are one, for the same requests at rest. A server that does not answer
+// /varz, or answers as another server, is silent: what else it answered
+// is dropped (those requests are the cost of asking at once: up to three
+// more to a server that is down, each refused or timed out together).
 func (o *Observer) ask(ctx context.Context, client *http.Client, a ServerAddr) *report {
 	r := &report{addr: a}
 	if a.Host == "" {
@@ -391,24 +396,10 @@ func (o *Observer) ask(ctx context.Context, client *http.Client, a ServerAddr) *
 		return r
 	}
 	base := a.monitorURL()
-	body, err := o.get(ctx, client, base+"/varz")
-	if err == nil {
-		r.varz, err = decodeVarz(body)
-	}
-	if err != nil {
-		r.fatal = err.Error()
-		return r
-	}
-	if r.varz.Name != a.Name {
-		// The address reached another server (a pod IP reused, a stale
-		// address): the expected server did not answer.
-		r.fatal = fmt.Sprintf("%s answered as server %q", a.Host, r.varz.Name)
-		return r
-	}
-
 	var (
 		wg      sync.WaitGroup
 		mu      sync.Mutex
+		varzErr error
 		jszErr  error
 		softErr = func(endpoint string, err error) {
 			mu.Lock()
@@ -416,7 +407,6 @@ func (o *Observer) ask(ctx context.Context, client *http.Client, a ServerAddr) *
 			r.soft = append(r.soft, fmt.Sprintf("%s: %v", endpoint, err))
 		}
 	)
-	wg.Go(func() { r.jsz, jszErr = o.jsz(ctx, client, base) })
 	// soft reads one endpoint that is not essential: fetch (o.get, or
 	// o.getAny for one whose error status has a body), decode, and keep
 	// it under mu, or note the failure.
@@ -433,19 +423,48 @@ func (o *Observer) ask(ctx context.Context, client *http.Client, a ServerAddr) *
 			}
 		})
 	}
+	wg.Go(func() {
+		body, err := o.get(ctx, client, base+"/varz")
+		var v *wireVarz
+		if err == nil {
+			v, err = decodeVarz(body)
+		}
+		mu.Lock()
+		r.varz, varzErr = v, err
+		mu.Unlock()
+		if err != nil || v.Name != a.Name {
+			return
+		}
+		// The endpoints /varz says the server has (wg counts this
+		// goroutine, so adding to it here is before its Wait returns).
+		if v.Gateway.Name != "" {
+			soft("/gatewayz", o.get, func(b []byte) (err error) { r.gatewayz, err = decodeGatewayz(b); return err })
+		}
+		if v.Leaf.Port != 0 || len(v.Leaf.Remotes) > 0 {
+			soft("/leafz", o.get, func(b []byte) (err error) { r.leafz, err = decodeLeafz(b); return err })
+		}
+	})
+	wg.Go(func() { r.jsz, jszErr = o.jsz(ctx, client, base) })
 	soft("/routez", o.get, func(b []byte) (err error) { r.routez, err = decodeRoutez(b); return err })
 	// /healthz answers 503 with a JSON body when unhealthy: keep it.
 	soft("/healthz", o.getAny, func(b []byte) (err error) { r.healthz, err = decodeHealthz(b); return err })
-	if r.varz.Gateway.Name != "" {
-		soft("/gatewayz", o.get, func(b []byte) (err error) { r.gatewayz, err = decodeGatewayz(b); return err })
-	}
-	if r.varz.Leaf.Port != 0 || len(r.varz.Leaf.Remotes) > 0 {
-		soft("/leafz", o.get, func(b []byte) (err error) { r.leafz, err = decodeLeafz(b); return err })
-	}
 	wg.Wait()
-	if jszErr != nil {
+
+	switch {
+	case varzErr != nil:
+		r.fatal = varzErr.Error()
+	case r.varz.Name != a.Name:
+		// The address reached another server (a pod IP reused, a stale
+		// address): the expected server did not answer.
+		r.fatal = fmt.Sprintf("%s answered as server %q", a.Host, r.varz.Name)
+	case jszErr != nil:
 		r.fatal = jszErr.Error()
+		return r
+	default:
+		return r
 	}
+	// Silent: only what /varz said is kept, as when nothing else was asked.
+	r.jsz, r.routez, r.healthz, r.soft = nil, nil, nil, nil
 	return r
 }
 
