@@ -65,14 +65,34 @@ func catchingUp(d rollout.Decision, snap *observe.Snapshot) (lag uint64, ok bool
 	return lag, behind
 }
 
+// storeBehind sums how many messages the stores of the stream members not
+// current are behind their leaders, as each member reports its own store
+// (observe.Member.StoreBehind); known is false when none reported one. A
+// restarted member copies a stream without its Raft log, and the leader
+// reports the same lag for it until the copy is done: this is what shrinks
+// meanwhile.
+func storeBehind(snap *observe.Snapshot) (behind uint64, known bool) {
+	for _, g := range snap.Groups {
+		for _, m := range g.Members {
+			if !m.Current && m.StoreReported {
+				behind += m.StoreBehind
+				known = true
+			}
+		}
+	}
+	return behind, known
+}
+
 // catchUps remembers, per NatsCluster whose step waits for members
 // catching up, the last lag observed and when, to look again about when
 // the lag will be gone: half the time the rate between the last two looks
-// gives, between catchUpRequeue and inFlightRequeue. A lag that does not
-// shrink is looked at every catchUpStalledLook for catchUpStalledFast, then
-// once a second, as before. The budget: one look at catchUpFirstLook, then
-// at most one look per halving of the time left, or 40 looks more per stall
-// (2 s at 50 ms).
+// gives, between catchUpRequeue and inFlightRequeue. A lag the leader
+// reports unchanged while the members' own stores shrink their distance
+// (storeBehind: a member copying a stream) is timed the same way on the
+// stores. A lag that shrinks neither way is looked at every
+// catchUpStalledLook for catchUpStalledFast, then once a second, as
+// before. The budget: one look at catchUpFirstLook, then at most one look
+// per halving of the time left, or 40 looks more per stall (2 s at 50 ms).
 type catchUps struct {
 	mu   sync.Mutex
 	last map[cache.ObjectName]lagSample
@@ -81,6 +101,9 @@ type catchUps struct {
 type lagSample struct {
 	at  time.Time
 	lag uint64
+	// store is storeBehind at that look, when storeKnown.
+	store      uint64
+	storeKnown bool
 	// stalled is the first look since which the lag has not shrunk
 	// (zero while it shrinks).
 	stalled time.Time
@@ -102,26 +125,38 @@ func (c *catchUps) next(key cache.ObjectName, d rollout.Decision, snap *observe.
 		delete(c.last, key)
 		return 0, false
 	}
-	c.last[key] = lagSample{at: now, lag: lag}
+	store, storeKnown := storeBehind(snap)
+	cur := lagSample{at: now, lag: lag, store: store, storeKnown: storeKnown}
+	c.last[key] = cur
 	switch {
 	case lag <= nearlyCurrentLag:
 		return catchUpRequeue, true
 	case !had || prev.lag <= nearlyCurrentLag || !now.After(prev.at):
 		return catchUpFirstLook, true
-	case lag >= prev.lag:
-		since := prev.stalled
-		if since.IsZero() {
-			since = prev.at
-		}
-		c.last[key] = lagSample{at: now, lag: lag, stalled: since}
-		if now.Sub(since) < catchUpStalledFast {
-			return catchUpStalledLook, true
-		}
-		return inFlightRequeue, true
+	case lag < prev.lag:
+		return halfTheTimeLeft(prev.lag-lag, lag, now.Sub(prev.at)), true
+	case storeKnown && prev.storeKnown && store < prev.store:
+		// The leader's lag stands still, the members' stores move: a
+		// copy in progress, not a stall.
+		return halfTheTimeLeft(prev.store-store, store, now.Sub(prev.at)), true
 	}
-	rate := float64(prev.lag-lag) / now.Sub(prev.at).Seconds() // operations per second
-	left := time.Duration(float64(lag) / rate * float64(time.Second))
-	return min(inFlightRequeue, max(catchUpRequeue, left/2)), true
+	since := prev.stalled
+	if since.IsZero() {
+		since = prev.at
+	}
+	cur.stalled = since
+	c.last[key] = cur
+	if now.Sub(since) < catchUpStalledFast {
+		return catchUpStalledLook, true
+	}
+	return inFlightRequeue, true
+}
+
+// halfTheTimeLeft is half the time the distance left takes at the rate
+// done in elapsed, between catchUpRequeue and inFlightRequeue.
+func halfTheTimeLeft(done, left uint64, elapsed time.Duration) time.Duration {
+	rate := float64(done) / elapsed.Seconds() // per second
+	return min(inFlightRequeue, max(catchUpRequeue, time.Duration(float64(left)/rate*float64(time.Second))/2))
 }
 
 // forget drops what is remembered of a NatsCluster that is gone.

@@ -101,12 +101,24 @@ func TestACatchUpIsLookedAtWhenItShouldBeDone(t *testing.T) {
 	key := cache.ObjectName{Namespace: "ns", Name: "demo"}
 	t0 := time.Now()
 	c := newCatchUps()
-	for _, step := range []struct {
+	// looks calls next at each step's time with the snapshot of its
+	// value and checks when it looks again.
+	type look struct {
 		name  string
 		after time.Duration
-		lag   uint64
+		value uint64
 		want  time.Duration
-	}{
+	}
+	looks := func(snapOf func(uint64) *observe.Snapshot, steps []look) {
+		t.Helper()
+		for _, step := range steps {
+			got, ok := c.next(key, waitingOnSettled, snapOf(step.value), t0.Add(step.after))
+			if !ok || (got-step.want).Abs() > time.Millisecond {
+				t.Errorf("%s: look again after %s (%v), want %s", step.name, got, ok, step.want)
+			}
+		}
+	}
+	looks(snap, []look{
 		{"within nearlyCurrentLag", 0, 40, catchUpRequeue},
 		{"far behind, first seen", 50 * time.Millisecond, 13000, catchUpFirstLook},
 		{"8,000 operations in 250 ms: 5,000 left, 156 ms at that rate", 300 * time.Millisecond, 5000, 78 * time.Millisecond},
@@ -116,12 +128,7 @@ func TestACatchUpIsLookedAtWhenItShouldBeDone(t *testing.T) {
 		{"1 operation in 500 ms: the second at most", 3 * time.Second, 4999, inFlightRequeue},
 		{"4,000 in 100 ms: 999 left, 25 ms at that rate, 50 ms at least", 3100 * time.Millisecond, 999, catchUpRequeue},
 		{"not shrinking again: a new stall, looked at soon", 3300 * time.Millisecond, 999, catchUpStalledLook},
-	} {
-		got, ok := c.next(key, waitingOnSettled, snap(step.lag), t0.Add(step.after))
-		if !ok || (got-step.want).Abs() > time.Millisecond {
-			t.Errorf("%s: look again after %s (%v), want %s", step.name, got, ok, step.want)
-		}
-	}
+	})
 	if _, ok := c.next(key, rollout.Decision{}, snap(10), t0.Add(4*time.Second)); ok {
 		t.Errorf("a cluster no longer waiting is not looked at sooner")
 	}
@@ -135,6 +142,23 @@ func TestACatchUpIsLookedAtWhenItShouldBeDone(t *testing.T) {
 	if _, remembered := c.last[key]; remembered {
 		t.Errorf("a NatsCluster gone is still remembered")
 	}
+
+	// A member copying the stream: the leader reports the same lag, the
+	// member's own store comes closer (pkg/observe
+	// TestACatchUpShowsInTheMembersOwnStore).
+	copying := func(store uint64) *observe.Snapshot {
+		return &observe.Snapshot{Verdict: catchingUpVerdict, Groups: []observe.Group{group("demo-1", current("demo-0"), current("demo-1"),
+			observe.Member{Name: "demo-2", Lag: 1307, StoreBehind: store, StoreReported: true})}}
+	}
+	looks(copying, []look{
+		{"first seen", 0, 60000, catchUpFirstLook},
+		{"the lag stands, the store came 15,813 closer in 250 ms: 44,187 left, 699 ms at that rate", 250 * time.Millisecond, 44187, 349280 * time.Microsecond},
+		{"42,159 in 350 ms: 2,028 left, 17 ms at that rate, 50 ms at least", 600 * time.Millisecond, 2028, catchUpRequeue},
+		{"the store stands too: a stall, looked at every 50 ms", 650 * time.Millisecond, 2028, catchUpStalledLook},
+		{"2.05 s since it stalled: once a second", 2700 * time.Millisecond, 2028, inFlightRequeue},
+		{"the store moves again: no longer a stall", 2800 * time.Millisecond, 0, catchUpRequeue},
+		{"the last look of the copy, then standing: a new stall", 2850 * time.Millisecond, 0, catchUpStalledLook},
+	})
 }
 
 // A step waiting at the gate while a server's pod is missing or not Ready

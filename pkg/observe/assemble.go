@@ -272,9 +272,9 @@ func resolve(p *pending) (Group, view) {
 			if peer == nil || peer.Name == lead.reporter {
 				continue
 			}
-			g.Members = append(g.Members, Member{
-				Name: peerName(peer), Current: peer.Current, Offline: peer.Offline, Pending: peer.Pending, Lag: peer.Lag,
-			})
+			m := Member{Name: peerName(peer), Current: peer.Current, Offline: peer.Offline, Pending: peer.Pending, Lag: peer.Lag}
+			m.StoreBehind, m.StoreReported = storeBehind(p.views, m.Name, lead)
+			g.Members = append(g.Members, m)
 		}
 	} else {
 		names := make([]string, 0, len(p.views)*3)
@@ -301,6 +301,25 @@ func resolve(p *pending) (Group, view) {
 	}
 	slices.SortFunc(g.Members, func(a, b Member) int { return cmp.Compare(a.Name, b.Name) })
 	return g, lead
+}
+
+// storeBehind is how many messages the named member's own report of a
+// stream puts it behind the leader's report, and whether it reported the
+// stream (stream groups only).
+func storeBehind(views []view, member string, lead view) (uint64, bool) {
+	if lead.stream == nil {
+		return 0, false
+	}
+	for _, v := range views {
+		if v.reporter != member || v.stream == nil {
+			continue
+		}
+		if last, own := lead.stream.State.LastSeq, v.stream.State.LastSeq; last > own {
+			return last - own, true
+		}
+		return 0, true
+	}
+	return 0, false
 }
 
 // peerName is the peer's server name, or its peer id when the reporting

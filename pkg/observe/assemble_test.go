@@ -19,6 +19,12 @@ func jszReport(name string, meta *wireMeta, cluster *wireCluster) *report {
 	}
 }
 
+// lastSeq sets the last sequence of the report's ORDERS.
+func lastSeq(r *report, seq uint64) *report {
+	r.jsz[0].Accounts[0].Streams[0].State.LastSeq = seq
+	return r
+}
+
 func TestBuildGroups(t *testing.T) {
 	peer := func(name string, current bool, lag uint64) *wirePeer {
 		return &wirePeer{Name: name, Current: current, Lag: lag}
@@ -36,7 +42,7 @@ func TestBuildGroups(t *testing.T) {
 				jszReport("demo-1", meta, &wireCluster{Leader: "demo-1", Replicas: []*wirePeer{peer("demo-0", false, 7)}}),
 			},
 			want: Group{Kind: GroupStream, Account: "$G", AccountName: "$G", Name: "ORDERS", Leader: "demo-1",
-				Members: []Member{{Name: "demo-0", Lag: 7}, {Name: "demo-1", Current: true}}},
+				Members: []Member{{Name: "demo-0", Lag: 7, StoreReported: true}, {Name: "demo-1", Current: true}}},
 		},
 		{
 			name: "a group whose named leader did not answer is leaderless",
@@ -55,7 +61,18 @@ func TestBuildGroups(t *testing.T) {
 				jszReport("demo-2", meta, &wireCluster{Leader: "demo-1", Replicas: []*wirePeer{peer("demo-1", true, 0)}}),
 			},
 			want: Group{Kind: GroupStream, Account: "$G", AccountName: "$G", Name: "ORDERS", Leader: "demo-1",
-				Members: []Member{{Name: "demo-0", Current: true}, {Name: "demo-1", Current: true}, {Name: "demo-2", Current: true}}},
+				Members: []Member{{Name: "demo-0", Current: true, StoreReported: true}, {Name: "demo-1", Current: true}, {Name: "demo-2", Current: true, StoreReported: true}}},
+		},
+		{
+			name: "a member copying the stream is as far behind as its own store says, the leader's lag aside",
+			reports: []*report{
+				lastSeq(jszReport("demo-0", meta, &wireCluster{Leader: "demo-0", Replicas: []*wirePeer{peer("demo-1", false, 1307), peer("demo-2", false, 1307)}}), 60000),
+				lastSeq(jszReport("demo-1", meta, &wireCluster{Leader: "demo-0"}), 15859),
+				// demo-2 has not joined the stream yet: it reports nothing of it.
+				{addr: ServerAddr{Name: "demo-2", Host: "127.0.0.1"}, varz: &wireVarz{Name: "demo-2"}, jsz: []*wireJsz{{Meta: meta, Total: 1, Accounts: []*wireAccount{{Name: "$G", ID: "$G"}}}}},
+			},
+			want: Group{Kind: GroupStream, Account: "$G", AccountName: "$G", Name: "ORDERS", Leader: "demo-0",
+				Members: []Member{{Name: "demo-0", Current: true}, {Name: "demo-1", Lag: 1307, StoreBehind: 44141, StoreReported: true}, {Name: "demo-2", Lag: 1307}}},
 		},
 		{
 			name: "a peer whose name the leader does not know is named by its peer id",
