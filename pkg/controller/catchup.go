@@ -166,26 +166,35 @@ func (c *catchUps) forget(key cache.ObjectName) {
 	delete(c.last, key)
 }
 
-// quickLooks is how many times a sync whose step waits only for members
-// within nearlyCurrentLag operations looks again at once, before it writes
-// its status: a status write takes 40-60 ms on a loaded API server
-// (hack/bench-rollout.sh, 5 servers under load: syncs of 85-120 ms with a
-// status write, 50 ms without), and the step followed its gate by a closed
-// look, that write, and an open look (0.12-0.16 s). Looked again within the
-// sync, the write is not between them. The budget: at most quickLooks
-// observations more per sync, only while members are a few operations
-// behind (under load, a look in two or three finds them current).
-const quickLooks = 3
+// quickLooks and quickLooksWithin bound how often a sync whose step waits
+// only for members within nearlyCurrentLag operations looks again at once,
+// before it writes its status: at most quickLooks looks more, none begun
+// later than quickLooksWithin after the sync's first. A status write takes
+// 40-60 ms on a loaded API server (hack/bench-rollout.sh, 5 servers under
+// load: syncs of 85-120 ms with a status write, 50 ms without), and the
+// step followed its gate by a closed look, that write, and an open look
+// (0.12-0.16 s). Looked again within the sync, the write is not between
+// them. Under writes a follower flaps between current and an operation or
+// two behind: with 3 looks, one step of 14 (bench-rollout run 14) found it
+// behind three times in 48 ms, wrote its status, and was open at the next
+// sync, 0.11 s after its last closed look. The budget: at most quickLooks
+// observations more per sync, back to back for at most quickLooksWithin,
+// only while members are a few operations behind.
+const (
+	quickLooks       = 6
+	quickLooksWithin = 150 * time.Millisecond
+)
 
-// lookAgainAtOnce looks again, up to quickLooks times, while the decision
-// waits only for members within nearlyCurrentLag operations; it returns the
-// last look, its plan and the time it planned at. Each look that found the
-// gate closed is the one GateToStep counts from. The facts are the sync's
-// own (the caches a few milliseconds ago); the step's last checks read the
-// caches again.
+// lookAgainAtOnce looks again, within the bounds of quickLooks, while the
+// decision waits only for members within nearlyCurrentLag operations; it
+// returns the last look, its plan and the time it planned at. Each look
+// that found the gate closed is the one GateToStep counts from. The facts
+// are the sync's own (the caches a few milliseconds ago); the step's last
+// checks read the caches again.
 func (c *Controller) lookAgainAtOnce(ctx context.Context, key cache.ObjectName, f *facts, snap *observe.Snapshot, p plan, now metav1.Time) (*observe.Snapshot, plan, metav1.Time) {
+	first := now.Time
 	for range quickLooks {
-		if lag, ok := catchingUp(p.decision, snap); !ok || lag > nearlyCurrentLag || ctx.Err() != nil {
+		if lag, ok := catchingUp(p.decision, snap); !ok || lag > nearlyCurrentLag || ctx.Err() != nil || time.Since(first) > quickLooksWithin {
 			break
 		}
 		c.metrics.gateLookedClosed(key, now.Time)

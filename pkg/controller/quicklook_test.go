@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -17,9 +18,12 @@ type looksObserver struct {
 	fakeObserver
 	snaps []*observe.Snapshot
 	looks int
+	// takes is how long each look takes (at least).
+	takes time.Duration
 }
 
 func (o *looksObserver) Observe(context.Context, observe.Target) *observe.Snapshot {
+	time.Sleep(o.takes)
 	s := o.snaps[min(o.looks, len(o.snaps)-1)]
 	o.looks++
 	return s
@@ -74,4 +78,18 @@ func TestAStepWaitingForAFewOperationsLooksAgainWithinTheSync(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("looks of 60 ms: none begun later than quickLooksWithin after the first", func(t *testing.T) {
+		f, _, snap := versionChange(t)
+		l := f.live()
+		obs := &looksObserver{snaps: []*observe.Snapshot{catchingUpBy(snap(true), 1)}, takes: 60 * time.Millisecond}
+		l.c.observer = obs
+		l.syncObserved(f.nc)
+		// Looks begin at 0, 60 and 120 ms at the soonest; the fourth
+		// would begin at 180 ms or later (a slow machine only makes
+		// them fewer).
+		if obs.looks < 1 || obs.looks > 3 {
+			t.Errorf("%d looks, want at most 3", obs.looks)
+		}
+	})
 }

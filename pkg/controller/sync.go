@@ -243,7 +243,7 @@ func (c *Controller) finish(ctx context.Context, key cache.ObjectName, f *facts,
 	if r := decision.Rollout; r != nil && r.Gate != nil && r.Gate.WaitingFor != "" && decision.Step == nil {
 		// What each look that found the gate closed waited for, to read
 		// a step's gate-to-step time from the log (hack/bench-rollout.sh).
-		klog.FromContext(ctx).V(4).Info("Waiting at the gate", "for", r.Gate.WaitingFor, "progressing", decision.Progressing.Message)
+		klog.FromContext(ctx).V(4).Info("Waiting at the gate", "for", r.Gate.WaitingFor, "progressing", decision.Progressing.Message, "lookedAt", now.Time, "lookTook", snap.Took)
 	}
 	c.recordHoldTransition(nc, meta.FindStatusCondition(nc.Status.Conditions, clusterv1beta1.ConditionProgressing),
 		meta.FindStatusCondition(status.Conditions, clusterv1beta1.ConditionProgressing), notify)
