@@ -429,9 +429,7 @@ func (o *Observer) ask(ctx context.Context, client *http.Client, a ServerAddr) *
 		if err == nil {
 			v, err = decodeVarz(body)
 		}
-		mu.Lock()
-		r.varz, varzErr = v, err
-		mu.Unlock()
+		r.varz, varzErr = v, err // read only after wg.Wait, as r.jsz
 		if err != nil || v.Name != a.Name {
 			return
 		}
@@ -457,10 +455,10 @@ func (o *Observer) ask(ctx context.Context, client *http.Client, a ServerAddr) *
 		// The address reached another server (a pod IP reused, a stale
 		// address): the expected server did not answer.
 		r.fatal = fmt.Sprintf("%s answered as server %q", a.Host, r.varz.Name)
-	case jszErr != nil:
-		r.fatal = jszErr.Error()
-		return r
 	default:
+		if jszErr != nil {
+			r.fatal = jszErr.Error()
+		}
 		return r
 	}
 	// Silent: only what /varz said is kept, as when nothing else was asked.
