@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"sync"
 	"time"
@@ -192,9 +193,9 @@ const (
 // are the sync's own (the caches a few milliseconds ago); the step's last
 // checks read the caches again.
 func (c *Controller) lookAgainAtOnce(ctx context.Context, key cache.ObjectName, f *facts, snap *observe.Snapshot, p plan, now metav1.Time) (*observe.Snapshot, plan, metav1.Time) {
-	first := now.Time
+	first, within := now.Time, cmp.Or(c.quickLooksWithin, quickLooksWithin)
 	for range quickLooks {
-		if lag, ok := catchingUp(p.decision, snap); !ok || lag > nearlyCurrentLag || ctx.Err() != nil || time.Since(first) > quickLooksWithin {
+		if lag, ok := catchingUp(p.decision, snap); !ok || lag > nearlyCurrentLag || ctx.Err() != nil || time.Since(first) > within {
 			break
 		}
 		c.metrics.gateLookedClosed(key, now.Time)

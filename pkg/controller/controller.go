@@ -117,6 +117,10 @@ type Controller struct {
 	ownWrites *ownWrites
 	// catchUps times the looks at a step waiting for members catching up.
 	catchUps *catchUps
+	// quickLooksWithin is the window of lookAgainAtOnce (0: the constant
+	// quickLooksWithin; a unit test that counts looks widens it, so that a
+	// loaded machine does not end the looks early).
+	quickLooksWithin time.Duration
 	// reloadSends paces the reloads sent while one is in flight, and
 	// removeSends the evacuations and peer removals of a scale-down.
 	reloadSends pacer

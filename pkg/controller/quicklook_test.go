@@ -49,6 +49,7 @@ func TestAStepWaitingForAFewOperationsLooksAgainWithinTheSync(t *testing.T) {
 	l := f.live()
 	obs := &looksObserver{snaps: []*observe.Snapshot{catchingUpBy(snap(true), 1), catchingUpBy(snap(true), 2), snap(true)}}
 	l.c.observer = obs
+	l.c.quickLooksWithin = time.Hour
 	_, acts := l.syncObserved(f.nc)
 	assertActions(t, acts, "update statefulsets demo-2", "update configmaps demo-2-config", "delete pods demo-2-0", "update natsclusters/status demo")
 	if obs.looks != 3 {
@@ -71,6 +72,7 @@ func TestAStepWaitingForAFewOperationsLooksAgainWithinTheSync(t *testing.T) {
 			l := f.live()
 			obs := &looksObserver{snaps: []*observe.Snapshot{catchingUpBy(snap(true), tc.lag)}}
 			l.c.observer = obs
+			l.c.quickLooksWithin = time.Hour // the count alone bounds the looks here
 			_, acts := l.syncObserved(f.nc)
 			assertActions(t, acts, "update natsclusters/status demo")
 			if obs.looks != tc.looks {
