@@ -123,6 +123,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 // gate check it waits for and the servers pending. now is the time the sync
 // planned at (the planner input's Now): a sync that waits at the gate
 // remembers it for GateToStep; one that neither waits nor steps forgets it.
+// A step's decision, written once taken with the gate it waits at next,
+// changes neither.
 func (m *Metrics) recordDecision(key cache.ObjectName, d rollout.Decision, now time.Time) {
 	cluster := prometheus.Labels{"namespace": key.Namespace, "name": key.Name}
 	m.GateWaiting.DeletePartialMatch(cluster)
@@ -140,9 +142,13 @@ func (m *Metrics) recordDecision(key cache.ObjectName, d rollout.Decision, now t
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	switch {
+	case d.Step != nil:
+		// A step taken waits at the gate from now (its status once
+		// taken, rollout.Taken), but the time to the next step counts
+		// from the last look that finds that gate closed.
 	case waitingFor != "":
 		m.gateClosedAt[key] = now
-	case d.Step == nil:
+	default:
 		delete(m.gateClosedAt, key)
 	}
 }

@@ -166,7 +166,9 @@ func versionChange(t *testing.T) (f *fixture, outOld *render.Output, snap func(s
 // counts the three servers; the step is counted in step_duration and, as it
 // followed a wait, in gate_to_step, with the time from the waiting sync (a
 // few milliseconds here, well under a second); then one server is stepped
-// and two are pending. Once the NatsCluster is gone, its series go too.
+// and two are pending, and the gate the step waits at once taken is
+// TargetRevision (the wait it remembers for gate_to_step starts only at the
+// next sync that finds it closed). Once the NatsCluster is gone, its series go too.
 func TestMetricsOfARolloutThatWaitsAtTheGate(t *testing.T) {
 	f, _, snap := versionChange(t)
 	l := f.live()
@@ -214,8 +216,12 @@ func TestMetricsOfARolloutThatWaitsAtTheGate(t *testing.T) {
 	if v := testutil.ToFloat64(l.m.ServersPending.WithLabelValues("ns", "demo")); v != 2 {
 		t.Errorf("nats_operator_servers_pending after stepping demo-2 = %v, want 2", v)
 	}
-	if n := testutil.CollectAndCount(l.m.GateWaiting); n != 0 {
-		t.Errorf("nats_operator_gate_waiting has %d series after the step, want none", n)
+	// The step's status once taken waits for demo-2 to run the target.
+	if n := testutil.CollectAndCount(l.m.GateWaiting); n != 1 {
+		t.Errorf("nats_operator_gate_waiting has %d series after the step, want 1", n)
+	}
+	if v := testutil.ToFloat64(l.m.GateWaiting.WithLabelValues("ns", "demo", clusterv1beta1.GateTargetRevision)); v != 1 {
+		t.Errorf("nats_operator_gate_waiting{waiting_for=TargetRevision} after the step = %v, want 1", v)
 	}
 	if _, ok := l.m.gateClosedAt[key]; ok {
 		t.Error("the wait is still remembered after the step")

@@ -71,6 +71,8 @@ type writeResult struct {
 	// waiting is, when the step was not taken because the
 	// PodDisruptionBudget does not allow it now, the Progressing message.
 	waiting string
+	// stepTaken says the decision's step was taken.
+	stepTaken bool
 }
 
 // write carries out what the plan allows (see writeResult). Any other
@@ -164,6 +166,8 @@ func (c *Controller) writeAll(ctx context.Context, p *plan, r *writeResult) (*cl
 		case err != nil:
 			msg, err := refused(err)
 			return nc, msg, err
+		default:
+			r.stepTaken = true
 		}
 	}
 	if len(d.ClearAnnotations) > 0 {

@@ -510,7 +510,29 @@ func (p *planner) rollOne() Decision {
 	}
 	d := p.stepOne(p.need[0], p.need[1:], gate, false, why)
 	d.Step.QuorumLoss = groupNames(lost)
+	d.Taken = p.taken(d)
 	return d
+}
+
+// taken is a restart step's status once taken: its server does not run the
+// target until its pod is replaced, so the rollout waits for
+// GateTargetRevision at least, with the same current, updated and pending
+// servers; the message is the one waitForGate gives that wait. The sync
+// after the step, which finds that gate closed first (a server that stays
+// settled while it shuts down: one without Raft groups), has nothing to
+// write; one that finds another check closed first writes that one, as it
+// would without this.
+func (p *planner) taken(d Decision) *Taken {
+	r := d.Rollout.DeepCopy()
+	since := p.in.Now.Rfc3339Copy()
+	r.Gate = &clusterv1beta1.Gate{WaitingFor: clusterv1beta1.GateTargetRevision, Since: &since}
+	msg := waitingMessage("restarting", r.Current, "", p.done+1, p.total, p.done+1, clusterv1beta1.GateTargetRevision, false, 0, "")
+	if problems := p.startProblems(); problems != "" {
+		msg += "; " + problems
+	}
+	progressing := d.Progressing
+	progressing.Message = p.withClaimWaits(msg)
+	return &Taken{Rollout: r, Progressing: progressing}
 }
 
 // stepOne restarts one server; why is the restart reason
@@ -674,11 +696,18 @@ func (p *planner) decision(d Decision) Decision {
 		d.ClearAnnotations = sortedCopy(append(d.ClearAnnotations, p.clear...))
 	}
 	d.Create = p.create
-	if len(p.claimWaits) > 0 {
-		d.Progressing.Message = joinNonEmpty(d.Progressing.Message, strings.Join(p.claimWaits, ", ")+
-			" waits for its old claim, still being deleted, to go before it is created")
-	}
+	d.Progressing.Message = p.withClaimWaits(d.Progressing.Message)
 	return finish(d)
+}
+
+// withClaimWaits adds to a Progressing message the servers waiting for
+// their old claim to go.
+func (p *planner) withClaimWaits(msg string) string {
+	if len(p.claimWaits) == 0 {
+		return msg
+	}
+	return joinNonEmpty(msg, strings.Join(p.claimWaits, ", ")+
+		" waits for its old claim, still being deleted, to go before it is created")
 }
 
 // finish sets what follows from the rest of a Decision: whether its hold

@@ -508,6 +508,13 @@ type Decision struct {
 	// Progressing is the Progressing condition without time and generation,
 	// which the controller sets.
 	Progressing metav1.Condition
+	// Taken is what Rollout and Progressing become once Step is taken, when
+	// the planner knows it: a restart step through an open gate waits next
+	// for its server to run the target (GateTargetRevision), which the sync
+	// after the step finds closed. The controller writes it instead of
+	// Rollout and Progressing when it took the step, so that sync has no
+	// status to write. nil: Rollout and Progressing stand either way.
+	Taken *Taken
 	// Soon says to look again within a second: a step was taken, a rollout
 	// is in flight, or a hold NATS itself can release.
 	Soon bool
@@ -518,4 +525,10 @@ type Decision struct {
 	// added), else Restart with the rollout's restart reason.
 	AppliedBy     clusterv1beta1.ConfigAppliedBy
 	RestartReason string
+}
+
+// Taken is a step's status.rollout and Progressing condition once taken.
+type Taken struct {
+	Rollout     *clusterv1beta1.RolloutStatus
+	Progressing metav1.Condition
 }
