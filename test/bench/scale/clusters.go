@@ -101,8 +101,9 @@ type waitResult struct {
 	// maxStart is the longest a cluster waited, from start, before it was
 	// first seen Progressing=True.
 	maxStart time.Duration
-	// doneAt is when each cluster (namespace/name) was seen done.
-	doneAt map[string]time.Time
+	// doneAt is when each cluster (namespace/name) was seen done, and
+	// progressingAt when it was first seen Progressing=True.
+	doneAt, progressingAt map[string]time.Time
 }
 
 // waitUpToDate looks every 500 ms (at the watch b.clusters) until every cluster is Ready, Settled and
@@ -150,7 +151,7 @@ func (b *bench) waitUpToDate(ctx context.Context, start time.Time, version strin
 		}
 		if len(doneAt) >= b.o.clusters {
 			res.all = now.Sub(start)
-			res.doneAt = doneAt
+			res.doneAt, res.progressingAt = doneAt, progressingAt
 			return res, nil
 		}
 		if time.Since(lastReport) > 15*time.Second {
@@ -194,8 +195,13 @@ func (b *bench) versionChange(ctx context.Context, ctrl *controller, workers int
 	b.pods.arm()
 	start := time.Now()
 	patch := []byte(fmt.Sprintf(`{"spec":{"version":%q}}`, to))
+	var mu sync.Mutex
+	patchedAt := map[string]time.Time{}
 	err = b.forEachCluster(func(ns, name string) error {
 		_, err := b.nats.ClusterV1beta1().NatsClusters(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+		mu.Lock()
+		patchedAt[ns+"/"+name] = time.Now()
+		mu.Unlock()
 		return err
 	})
 	if err != nil {
@@ -218,6 +224,15 @@ func (b *bench) versionChange(ctx context.Context, ctrl *controller, workers int
 	figure(p+"_first_up_to_date_seconds", round(res.first.Seconds(), 1), "s")
 	figure(p+"_slowest_cluster_rollout_seconds", round(res.slowest.Seconds(), 1), "s")
 	figure(p+"_longest_wait_to_progressing_seconds", round(res.maxStart.Seconds(), 1), "s")
+	// The controller's part of that wait: from each cluster's own patch
+	// (its response) to the sample that first saw it Progressing.
+	var fromPatch time.Duration
+	for key, at := range res.progressingAt {
+		if p, ok := patchedAt[key]; ok {
+			fromPatch = max(fromPatch, at.Sub(p))
+		}
+	}
+	figure(p+"_longest_wait_from_its_patch_to_progressing_seconds", round(fromPatch.Seconds(), 1), "s")
 	figure(p+"_workqueue_depth_max", depthMax, "items")
 	// Where each cluster's time went, from its pod's events (podPhases).
 	for _, ph := range b.pods.phases(start, res.doneAt) {
