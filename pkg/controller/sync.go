@@ -210,10 +210,10 @@ func (c *Controller) finish(ctx context.Context, key cache.ObjectName, f *facts,
 		return 0, err
 	}
 	nc, refused := w.nc, w.refused
-	if t := decision.Taken; t != nil && w.stepTaken && refused == "" {
+	if w.stepTaken {
 		// The status of the step once taken: what the sync after it
 		// decides while it waits for the server to run the target.
-		decision.Rollout, decision.Progressing = t.Rollout, t.Progressing
+		decision = decision.OnceTaken()
 	}
 
 	// Report.

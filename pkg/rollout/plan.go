@@ -526,12 +526,10 @@ func (p *planner) taken(d Decision) *Taken {
 	r := d.Rollout.DeepCopy()
 	since := p.in.Now.Rfc3339Copy()
 	r.Gate = &clusterv1beta1.Gate{WaitingFor: clusterv1beta1.GateTargetRevision, Since: &since}
-	msg := waitingMessage("restarting", r.Current, "", p.done+1, p.total, p.done+1, clusterv1beta1.GateTargetRevision, false, 0, "")
-	if problems := p.startProblems(); problems != "" {
-		msg += "; " + problems
-	}
 	progressing := d.Progressing
-	progressing.Message = p.withClaimWaits(msg)
+	progressing.Message = p.withClaimWaits(joinNonEmpty(
+		waitingMessage("restarting", r.Current, "", p.done+1, p.total, p.done+1, clusterv1beta1.GateTargetRevision, false, 0, ""),
+		p.startProblems()))
 	return &Taken{Rollout: r, Progressing: progressing}
 }
 

@@ -197,10 +197,7 @@ func maps(m map[string]string) map[string]string {
 
 // apply is the controller's part of a sync.
 func (c *simCluster) apply(d Decision) {
-	if d.Taken != nil {
-		// The step is taken: the controller writes its status once taken.
-		d.Rollout, d.Progressing = d.Taken.Rollout, d.Taken.Progressing
-	}
+	d = d.OnceTaken() // every step is taken here
 	if d.Rollout != nil {
 		b, err := json.Marshal(d.Rollout)
 		if err != nil {

@@ -532,3 +532,12 @@ type Taken struct {
 	Rollout     *clusterv1beta1.RolloutStatus
 	Progressing metav1.Condition
 }
+
+// OnceTaken is d as the controller reports it after taking its step:
+// Rollout and Progressing from Taken, when the planner gave one.
+func (d Decision) OnceTaken() Decision {
+	if d.Taken != nil {
+		d.Rollout, d.Progressing = d.Taken.Rollout, d.Taken.Progressing
+	}
+	return d
+}
