@@ -231,6 +231,110 @@ func podLocalhost(ip string) string {
 // DNS lines: the resolver reads the file before asking DNS, so on a real
 // node the alias alone answers it.
 func (v dnsView) hostsFile(ns, ip, hostname, subdomain string, aliases ...corev1.HostAlias) []byte {
+	return newHostsFiles(v).file(ns, ip, hostname, subdomain, aliases...)
+}
+
+// hostsFiles writes the hosts files of one dnsView. The cluster DNS lines
+// depend on the pod's namespace alone (its search path), less the pod's own
+// names, so they are resolved and rendered once per namespace and view,
+// not once per pod: with 100 pods in 10 namespaces, rewriting every pod's
+// file resolved every name of the view for each pod, and took a quarter of
+// a core of the machine the API server shares while 100 pods restarted
+// (hack/bench-scale.sh).
+type hostsFiles struct {
+	v     dnsView
+	lines map[string]*nsLines // by namespace
+}
+
+// nsLines are the cluster DNS lines of the pods of one namespace, before a
+// pod's own names are taken out: by address, each rendered, and where each
+// name is.
+type nsLines struct {
+	lines    []hostsLine
+	rendered []string
+	byName   map[string][]int
+}
+
+// hostsLine is one cluster DNS line: an address and the names that
+// resolve to it, longest first, then in order.
+type hostsLine struct {
+	ip    string
+	names []string
+}
+
+func (l hostsLine) render(skip map[string]bool) string {
+	kept := make([]string, 0, len(l.names))
+	for _, name := range l.names {
+		if !skip[name] {
+			kept = append(kept, name)
+		}
+	}
+	if len(kept) == 0 {
+		return ""
+	}
+	return l.ip + "\t" + strings.Join(kept, " ") + "\n"
+}
+
+func newHostsFiles(v dnsView) *hostsFiles {
+	return &hostsFiles{v: v, lines: map[string]*nsLines{}}
+}
+
+// clusterLines are the cluster DNS lines of a pod in namespace ns, sorted
+// by address.
+func (h *hostsFiles) clusterLines(ns string) *nsLines {
+	if l, ok := h.lines[ns]; ok {
+		return l
+	}
+	v := h.v
+	names := map[string]bool{}
+	search := searchPath(ns)
+	for fqdn := range v {
+		names[fqdn] = true
+		for _, d := range search {
+			if short, ok := strings.CutSuffix(fqdn, "."+d); ok {
+				names[short] = true
+			}
+		}
+	}
+	byIP := map[string][]string{}
+	for name := range names {
+		for _, a := range v.lookup(name, ns) {
+			byIP[a] = append(byIP[a], name)
+		}
+	}
+	lines := make([]hostsLine, 0, len(byIP))
+	for a, l := range byIP {
+		sort.Slice(l, func(i, j int) bool {
+			if len(l[i]) != len(l[j]) {
+				return len(l[i]) > len(l[j])
+			}
+			return l[i] < l[j]
+		})
+		lines = append(lines, hostsLine{ip: a, names: l})
+	}
+	sort.Slice(lines, func(i, j int) bool {
+		x, errX := netip.ParseAddr(lines[i].ip)
+		y, errY := netip.ParseAddr(lines[j].ip)
+		if errX != nil || errY != nil {
+			return lines[i].ip < lines[j].ip
+		}
+		return x.Less(y)
+	})
+	nl := &nsLines{lines: lines, rendered: make([]string, len(lines)), byName: map[string][]int{}}
+	for i, l := range lines {
+		nl.rendered[i] = l.render(nil)
+		for _, name := range l.names {
+			nl.byName[name] = append(nl.byName[name], i)
+		}
+	}
+	h.lines[ns] = nl
+	return nl
+}
+
+// file is the hostsFile of one pod, from the view's lines of its namespace:
+// the lines that hold one of the pod's own names rendered again without
+// them.
+func (h *hostsFiles) file(ns, ip, hostname, subdomain string, aliases ...corev1.HostAlias) []byte {
 	var b bytes.Buffer
 	b.WriteString(podLocalhost(ip))
 	own := map[string]bool{"localhost": true}
@@ -260,49 +364,27 @@ func (v dnsView) hostsFile(ns, ip, hostname, subdomain string, aliases ...corev1
 			}
 		}
 	}
-	names := map[string]bool{}
-	for fqdn := range v {
-		names[fqdn] = true
-		for _, d := range searchPath(ns) {
-			if short, ok := strings.CutSuffix(fqdn, "."+d); ok {
-				names[short] = true
-			}
+	nl := h.clusterLines(ns)
+	touched := map[int]bool{}
+	for name := range own {
+		for _, i := range nl.byName[name] {
+			touched[i] = true
 		}
 	}
-	byIP := map[string][]string{}
-	for name := range names {
-		if own[name] {
+	header := false
+	for i, line := range nl.lines {
+		text := nl.rendered[i]
+		if touched[i] {
+			text = line.render(own)
+		}
+		if text == "" {
 			continue
 		}
-		for _, a := range v.lookup(name, ns) {
-			byIP[a] = append(byIP[a], name)
+		if !header {
+			b.WriteString("# Cluster DNS (localnode): pods of headless Services and Services.\n")
+			header = true
 		}
-	}
-	if len(byIP) == 0 {
-		return b.Bytes()
-	}
-	ips := make([]string, 0, len(byIP))
-	for a := range byIP {
-		ips = append(ips, a)
-	}
-	sort.Slice(ips, func(i, j int) bool {
-		x, errX := netip.ParseAddr(ips[i])
-		y, errY := netip.ParseAddr(ips[j])
-		if errX != nil || errY != nil {
-			return ips[i] < ips[j]
-		}
-		return x.Less(y)
-	})
-	b.WriteString("# Cluster DNS (localnode): pods of headless Services and Services.\n")
-	for _, a := range ips {
-		l := byIP[a]
-		sort.Slice(l, func(i, j int) bool {
-			if len(l[i]) != len(l[j]) {
-				return len(l[i]) > len(l[j])
-			}
-			return l[i] < l[j]
-		})
-		fmt.Fprintf(&b, "%s\t%s\n", a, strings.Join(l, " "))
+		b.WriteString(text)
 	}
 	return b.Bytes()
 }
@@ -415,8 +497,18 @@ func (n *Node) pokeDNS() {
 	}
 }
 
+// dnsRewriteRest is how long the DNS loop rests after a rewrite of the
+// hosts files, as a multiple of the time the rewrite took: changes that
+// come meanwhile wait for its end, together. The changes of a pod restart
+// come in bursts (its deletion, its endpoint going, the new pod, its
+// address, its readiness); with 100 pods restarting at once the loop
+// rewrote every file several times a second, on the cores the API server
+// and the servers share. A rewrite of a few pods' files takes well under a
+// millisecond, so a small cluster's names land as soon as before.
+const dnsRewriteRest = 4
+
 // dnsLoop rewrites the hosts files of the running pods when pods or
-// Services change, and every 5 s.
+// Services change (then rests, dnsRewriteRest), and every 5 s.
 func (n *Node) dnsLoop(ctx context.Context) {
 	t := time.NewTicker(5 * time.Second)
 	defer t.Stop()
@@ -427,6 +519,7 @@ func (n *Node) dnsLoop(ctx context.Context) {
 		case <-n.dnsCh:
 		case <-t.C:
 		}
+		began := time.Now()
 		n.mu.Lock()
 		ws := make([]*podWorker, 0, len(n.workers))
 		for _, w := range n.workers {
@@ -434,13 +527,18 @@ func (n *Node) dnsLoop(ctx context.Context) {
 		}
 		n.mu.Unlock()
 		n.dnsMu.Lock()
-		v := n.dnsView()
+		files := newHostsFiles(n.dnsView())
 		for _, w := range ws {
-			if err := w.writeHostsLocked(v); err != nil {
+			if err := w.writeHostsLocked(files); err != nil {
 				w.log.Error(err, "Writing /etc/hosts failed")
 			}
 		}
 		n.dnsMu.Unlock()
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(dnsRewriteRest * time.Since(began)):
+		}
 	}
 }
 
@@ -449,7 +547,7 @@ func (w *podWorker) openHosts() error {
 	w.n.dnsMu.Lock()
 	defer w.n.dnsMu.Unlock()
 	w.hostsOpen = true
-	err := w.writeHostsLocked(w.n.dnsView())
+	err := w.writeHostsLocked(newHostsFiles(w.n.dnsView()))
 	w.n.pokeDNS()
 	return err
 }
@@ -470,7 +568,7 @@ func (w *podWorker) closeHosts() {
 // set strictly later than the last, so the Go resolver (which re-reads
 // /etc/hosts when its size or time changed, at most every 5 s) sees every
 // change. Called with n.dnsMu held.
-func (w *podWorker) writeHostsLocked(v dnsView) error {
+func (w *podWorker) writeHostsLocked(files *hostsFiles) error {
 	if !w.hostsOpen {
 		return nil
 	}
@@ -483,7 +581,7 @@ func (w *podWorker) writeHostsLocked(v dnsView) error {
 	if len(hostname) > 63 {
 		hostname = hostname[:63]
 	}
-	data := v.hostsFile(w.ns, ip, strings.ToLower(hostname), strings.ToLower(subdomain), aliases...)
+	data := files.file(w.ns, ip, strings.ToLower(hostname), strings.ToLower(subdomain), aliases...)
 	if bytes.Equal(data, w.hostsData) {
 		return nil
 	}

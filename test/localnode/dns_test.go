@@ -1,6 +1,7 @@
 package localnode
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -186,5 +187,66 @@ func TestEnvPathsMapsMountPaths(t *testing.T) {
 	want := []string{"PATH=/etc/nats-monitor-ca", "SSL_CERT_FILE=/tmp/pod/volumes/monitor-ca/ca.crt", "OTHER=/etc/nats-monitor-cab"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("envPaths (-want +got):\n%s", diff)
+	}
+}
+
+// The cluster DNS lines are resolved once per namespace and view: a pod's
+// file from a shared hostsFiles is the one it gets alone, and one pod's own
+// names do not go missing from the next pod's file.
+func TestHostsFilesShareTheNamespacesLinesNotThePodsOwnNames(t *testing.T) {
+	v := fleetView(3, 2)
+	files := newHostsFiles(v)
+	for _, p := range []struct{ ns, ip, host string }{
+		{"ns-0", "127.0.0.1", "c0-0-0"}, {"ns-0", "127.0.0.2", "c1-0-0"}, {"ns-1", "127.0.0.3", "c0-0-0"}, {"ns-0", "127.0.0.1", "c0-0-0"},
+	} {
+		shared := string(files.file(p.ns, p.ip, p.host, "c0-headless"))
+		alone := string(newHostsFiles(v).file(p.ns, p.ip, p.host, "c0-headless"))
+		if shared != alone {
+			t.Errorf("%s/%s from the shared view:\n%s\nalone:\n%s", p.ns, p.host, shared, alone)
+		}
+	}
+	first := string(files.file("ns-0", "127.0.0.1", "c0-0-0", "c0-headless"))
+	second := string(files.file("ns-0", "127.0.0.2", "c1-0-0", "c1-headless"))
+	const fqdn = "c0-0-0.c0-headless.ns-0.svc.cluster.local"
+	_, firstLines, _ := strings.Cut(first, "# Cluster DNS")
+	_, secondLines, _ := strings.Cut(second, "# Cluster DNS")
+	if strings.Contains(firstLines, fqdn) || !strings.Contains(secondLines, "\t"+fqdn+" ") {
+		t.Errorf("a pod's own name is listed in its cluster lines, or missing from another pod's:\n%s\n%s", first, second)
+	}
+	if len(files.lines) != 2 {
+		t.Errorf("lines resolved for %d namespaces, want 2", len(files.lines))
+	}
+}
+
+// fleetView is the cluster DNS of clusters NatsClusters of 1 server in each
+// of namespaces namespaces, as hack/bench-scale.sh makes them.
+func fleetView(clusters, namespaces int) dnsView {
+	v := dnsView{}
+	ip := 1
+	for n := range namespaces {
+		for c := range clusters {
+			a := fmt.Sprintf("127.0.%d.%d", ip/250, ip%250+1)
+			ip++
+			dom := fmt.Sprintf(".ns-%d.svc.cluster.local", n)
+			v.add(fmt.Sprintf("c%d-headless", c)+dom, a)
+			v.add(fmt.Sprintf("c%d-0-0.c%d-headless", c, c)+dom, a)
+			v.add(fmt.Sprintf("c%d", c)+dom, a)
+		}
+	}
+	return v
+}
+
+// BenchmarkHostsFilesOfAFleet writes the hosts files of 100 pods (10
+// namespaces of 10 one-server clusters) from one view, as the node's DNS
+// loop does after each pod change.
+func BenchmarkHostsFilesOfAFleet(b *testing.B) {
+	v := fleetView(10, 10)
+	for b.Loop() {
+		files := newHostsFiles(v)
+		for n := range 10 {
+			for c := range 10 {
+				files.file(fmt.Sprintf("ns-%d", n), "127.0.9.9", fmt.Sprintf("c%d-0-0", c), fmt.Sprintf("c%d-headless", c))
+			}
+		}
 	}
 }

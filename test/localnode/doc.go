@@ -58,7 +58,10 @@
 //     <h>.<svc>.<ns>, and <h>.<svc> in the same namespace. The file follows
 //     pods and Services as they come and go: it is rewritten in place (a
 //     bind mount follows the inode, not the name) with a strictly later
-//     modification time. Go programs, nats-server included, read
+//     modification time, every pod's from one view, whose lines are
+//     resolved once per namespace; after a rewrite the loop rests four
+//     times as long as it took (bursts of changes, as when 100 pods
+//     restart at once, then wait together). Go programs, nats-server included, read
 //     /etc/hosts with "hosts: files dns" in nsswitch.conf (the Go resolver
 //     and glibc alike, whichever the binary uses) and re-read it when its
 //     size or time changed, at most every 5 s, so a running server sees a

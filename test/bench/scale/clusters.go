@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -193,6 +194,7 @@ func (b *bench) versionChange(ctx context.Context, ctrl *controller, workers int
 	}
 	say("changing spec.version of %d clusters %s -> %s", b.o.clusters, from, to)
 	b.pods.arm()
+	b.specSeen.arm(to)
 	start := time.Now()
 	patch := []byte(fmt.Sprintf(`{"spec":{"version":%q}}`, to))
 	var mu sync.Mutex
@@ -227,12 +229,34 @@ func (b *bench) versionChange(ctx context.Context, ctrl *controller, workers int
 	// The controller's part of that wait: from each cluster's own patch
 	// (its response) to the sample that first saw it Progressing.
 	var fromPatch time.Duration
+	var longest string
 	for key, at := range res.progressingAt {
-		if p, ok := patchedAt[key]; ok {
-			fromPatch = max(fromPatch, at.Sub(p))
+		if p, ok := patchedAt[key]; ok && at.Sub(p) > fromPatch {
+			fromPatch, longest = at.Sub(p), key
 		}
 	}
 	figure(p+"_longest_wait_from_its_patch_to_progressing_seconds", round(fromPatch.Seconds(), 1), "s")
+	// How late the API server's watch events came: from each cluster's
+	// patch response to the bench's watch showing the new version.
+	var watchDelays []time.Duration
+	for key, p := range patchedAt {
+		if at, ok := b.specSeen.seenAt(key); ok {
+			watchDelays = append(watchDelays, max(0, at.Sub(p)))
+		}
+	}
+	slices.Sort(watchDelays)
+	if len(watchDelays) > 0 {
+		figure(p+"_watch_delay_p50_seconds", round(quantile(watchDelays, 0.5).Seconds(), 2), "s")
+		figure(p+"_watch_delay_max_seconds", round(quantile(watchDelays, 1).Seconds(), 2), "s")
+	}
+	if longest != "" {
+		seen := "never"
+		if at, ok := b.specSeen.seenAt(longest); ok {
+			seen = fmt.Sprintf("%.2f s", at.Sub(start).Seconds())
+		}
+		fmt.Printf("# that cluster: %s, patched at %.2f s, its new spec on the bench's watch at %s, first seen Progressing at %.2f s\n", longest,
+			patchedAt[longest].Sub(start).Seconds(), seen, res.progressingAt[longest].Sub(start).Seconds())
+	}
 	figure(p+"_workqueue_depth_max", depthMax, "items")
 	// Where each cluster's time went, from its pod's events (podPhases).
 	for _, ph := range b.pods.phases(start, res.doneAt) {

@@ -153,9 +153,13 @@ func run(ctx context.Context, o options) error {
 	// The informers stop before Shutdown waits for them (Shutdown blocks
 	// until their goroutines end, which is when their stop channel closes:
 	// with ctx's, the bench hung after "done").
-	informersCtx, stopInformers := context.WithCancel(ctx)
 	factory := natsinformers.NewSharedInformerFactory(b.nats, 0)
 	b.clusters = factory.Cluster().V1beta1().NatsClusters().Lister()
+	b.specSeen = &specSeen{}
+	if _, err := factory.Cluster().V1beta1().NatsClusters().Informer().AddEventHandler(b.specSeen.handler()); err != nil {
+		return err
+	}
+	informersCtx, stopInformers := context.WithCancel(ctx)
 	factory.Start(informersCtx.Done())
 	defer factory.Shutdown()
 	defer stopInformers()

@@ -11,8 +11,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
+	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
 	versioned "github.com/nats-operator/nats-operator/pkg/generated/clientset/versioned"
 	clusterlisters "github.com/nats-operator/nats-operator/pkg/generated/listers/cluster/v1beta1"
 	"github.com/nats-operator/nats-operator/test/testenv"
@@ -29,6 +31,54 @@ type bench struct {
 	clusters clusterlisters.NatsClusterLister
 	// pods times the phases of each cluster's pod in a version change.
 	pods *podPhases
+	// specSeen is when the watch of b.clusters first showed each cluster
+	// with the version a change asks for.
+	specSeen *specSeen
+}
+
+// specSeen records, per NatsCluster, when the bench's watch first showed
+// it with spec.version == version: against the cluster's own patch, how
+// late the API server's watch events reach a client (the controller's
+// informer is another such client).
+type specSeen struct {
+	mu      sync.Mutex
+	version string
+	at      map[string]time.Time
+}
+
+func (s *specSeen) arm(version string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.version, s.at = version, map[string]time.Time{}
+}
+
+func (s *specSeen) record(obj interface{}) {
+	nc, ok := obj.(*clusterv1beta1.NatsCluster)
+	if !ok {
+		return
+	}
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	key := nc.Namespace + "/" + nc.Name
+	if _, seen := s.at[key]; !seen && s.version != "" && nc.Spec.Version == s.version {
+		s.at[key] = now
+	}
+}
+
+func (s *specSeen) handler() cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    s.record,
+		UpdateFunc: func(_, obj interface{}) { s.record(obj) },
+	}
+}
+
+// seenAt is when key was first seen with the armed version.
+func (s *specSeen) seenAt(key string) (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.at[key]
+	return t, ok
 }
 
 // neverScheduled is the nodeSelector of the unrelated pods: no node has the
