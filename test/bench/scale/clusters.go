@@ -257,6 +257,27 @@ func (b *bench) versionChange(ctx context.Context, ctrl *controller, workers int
 		fmt.Printf("# that cluster: %s, patched at %.2f s, its new spec on the bench's watch at %s, first seen Progressing at %.2f s\n", longest,
 			patchedAt[longest].Sub(start).Seconds(), seen, res.progressingAt[longest].Sub(start).Seconds())
 	}
+	// The cluster up to date last, and the one whose own rollout was the
+	// slowest: where their time went.
+	var last, slowest string
+	for key, at := range res.doneAt {
+		if last == "" || at.After(res.doneAt[last]) {
+			last = key
+		}
+		if from, ok := res.progressingAt[key]; ok {
+			if slowest == "" || at.Sub(from) > res.doneAt[slowest].Sub(res.progressingAt[slowest]) {
+				slowest = key
+			}
+		}
+	}
+	for _, c := range []struct{ what, key string }{{"up to date last", last}, {"slowest rollout", slowest}} {
+		if c.key == "" {
+			continue
+		}
+		fmt.Printf("# %s: %s, patched at %.2f s, Progressing seen at %.2f s, %s\n", c.what, c.key,
+			patchedAt[c.key].Sub(start).Seconds(), res.progressingAt[c.key].Sub(start).Seconds(),
+			b.pods.describe(c.key, start, res.doneAt[c.key]))
+	}
 	figure(p+"_workqueue_depth_max", depthMax, "items")
 	// Where each cluster's time went, from its pod's events (podPhases).
 	for _, ph := range b.pods.phases(start, res.doneAt) {

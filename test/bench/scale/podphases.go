@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -134,6 +135,26 @@ func (p *podPhases) phases(start time.Time, done map[string]time.Time) []phase {
 		slices.Sort(ps[i].d)
 	}
 	return ps
+}
+
+// describe is when, from start, cluster key's pod was asked to go, was
+// gone, was created again and was Ready, and when the cluster was seen
+// done.
+func (p *podPhases) describe(key string, start, done time.Time) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	t := p.at[key]
+	if t == nil {
+		t = &podTimes{}
+	}
+	at := func(m time.Time) string {
+		if m.IsZero() {
+			return "not seen"
+		}
+		return fmt.Sprintf("%.2f s", m.Sub(start).Seconds())
+	}
+	return fmt.Sprintf("pod deleting %s, gone %s, created %s, Ready %s; up to date %s",
+		at(t.deleting), at(t.gone), at(t.created), at(t.ready), at(done))
 }
 
 // quantile of sorted durations (nearest rank).
