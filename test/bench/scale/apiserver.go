@@ -103,3 +103,31 @@ func (r apiserverRequests) print(prefix string, top int) {
 		figure(prefix+"_apiserver_"+name+"_requests", r[k].count, fmt.Sprintf("requests (%.1f s served)", r[k].seconds))
 	}
 }
+
+// flowControlWait is the time requests queued in the API server's API
+// Priority and Fairness before they were served (the sum of
+// apiserver_flowcontrol_request_wait_duration_seconds over every flow
+// schema and priority level), and how many requests that covers. Requests
+// of the exempt priority level do not queue and are not counted.
+func (b *bench) flowControlWait(ctx context.Context) (seconds, requests float64, err error) {
+	body, err := b.kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return 0, 0, fmt.Errorf("reading the API server's metrics: %w", err)
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		var into *float64
+		switch {
+		case strings.HasPrefix(line, "apiserver_flowcontrol_request_wait_duration_seconds_sum{"):
+			into = &seconds
+		case strings.HasPrefix(line, "apiserver_flowcontrol_request_wait_duration_seconds_count{"):
+			into = &requests
+		default:
+			continue
+		}
+		f := strings.Fields(line)
+		if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil {
+			*into += v
+		}
+	}
+	return seconds, requests, nil
+}

@@ -186,6 +186,10 @@ func (b *bench) versionChange(ctx context.Context, ctrl *controller, workers int
 	if err != nil {
 		return err
 	}
+	waitBefore, waitedBefore, err := b.flowControlWait(ctx)
+	if err != nil {
+		return err
+	}
 	depthMax := 0.0
 	sample := func() {
 		if d, ok := framework.SumMetric(ctrl.metricsBody(), "workqueue_depth", `name="natscluster"`); ok {
@@ -216,6 +220,10 @@ func (b *bench) versionChange(ctx context.Context, ctrl *controller, workers int
 	}
 	after := ctrl.metricsBody()
 	apiAfter, err := b.apiserverMetrics(ctx)
+	if err != nil {
+		return err
+	}
+	waitAfter, waitedAfter, err := b.flowControlWait(ctx)
 	if err != nil {
 		return err
 	}
@@ -305,6 +313,10 @@ func (b *bench) versionChange(ctx context.Context, ctrl *controller, workers int
 	// patches of the bench, the controller, kube-controller-manager, the
 	// node).
 	apiAfter.minus(apiBefore).print(p, 14)
+	// Whether those requests queued in the API server's flow control (a
+	// FlowSchema could then favour the steps) or waited on the machine.
+	figure(p+"_apiserver_flowcontrol_queued_requests", waitedAfter-waitedBefore, "requests")
+	figure(p+"_apiserver_flowcontrol_wait_seconds", round(waitAfter-waitBefore, 2), "s")
 	return nil
 }
 

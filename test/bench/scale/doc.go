@@ -50,6 +50,14 @@
 //     server the controller shares), and the workqueue's max depth (sampled every 500 ms) and queue
 //     and work latency over the run (mean, and p50/p99 as histogram bucket
 //     upper bounds) from the controller's /metrics for name="natscluster".
+//     Also: how late the API server's watch events reach a client (from
+//     each cluster's patch response to the bench's own watch showing the
+//     new spec, p50 and max); the cluster that waited longest from its
+//     patch to Progressing, and the one up to date last and the one with
+//     the slowest rollout, each phase by phase (patched, Progressing, its
+//     pod deleting, gone, created, Ready, up to date); and the requests
+//     that queued in the API server's API Priority and Fairness, with how
+//     long in all.
 //
 // Every figure is printed as a number on a line of its own, "name: value
 // unit", with the machine's cores (nproc). --clusters 10 --objects 1000 is a
