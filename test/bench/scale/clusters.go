@@ -258,12 +258,9 @@ func (b *bench) versionChange(ctx context.Context, ctrl *controller, workers int
 		figure(p+"_watch_delay_max_seconds", round(quantile(watchDelays, 1).Seconds(), 2), "s")
 	}
 	if longest != "" {
-		seen := "never"
-		if at, ok := b.specSeen.seenAt(longest); ok {
-			seen = fmt.Sprintf("%.2f s", at.Sub(start).Seconds())
-		}
-		fmt.Printf("# that cluster: %s, patched at %.2f s, its new spec on the bench's watch at %s, first seen Progressing at %.2f s\n", longest,
-			patchedAt[longest].Sub(start).Seconds(), seen, res.progressingAt[longest].Sub(start).Seconds())
+		seen, _ := b.specSeen.seenAt(longest)
+		fmt.Printf("# that cluster: %s, patched at %s, its new spec on the bench's watch at %s, first seen Progressing at %s\n", longest,
+			sinceStart(start, patchedAt[longest]), sinceStart(start, seen), sinceStart(start, res.progressingAt[longest]))
 	}
 	// The cluster up to date last, and the one whose own rollout was the
 	// slowest: where their time went.
@@ -282,8 +279,8 @@ func (b *bench) versionChange(ctx context.Context, ctrl *controller, workers int
 		if c.key == "" {
 			continue
 		}
-		fmt.Printf("# %s: %s, patched at %.2f s, Progressing seen at %.2f s, %s\n", c.what, c.key,
-			patchedAt[c.key].Sub(start).Seconds(), res.progressingAt[c.key].Sub(start).Seconds(),
+		fmt.Printf("# %s: %s, patched at %s, Progressing seen at %s, %s\n", c.what, c.key,
+			sinceStart(start, patchedAt[c.key]), sinceStart(start, res.progressingAt[c.key]),
 			b.pods.describe(c.key, start, res.doneAt[c.key]))
 	}
 	figure(p+"_workqueue_depth_max", depthMax, "items")

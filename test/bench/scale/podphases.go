@@ -147,14 +147,18 @@ func (p *podPhases) describe(key string, start, done time.Time) string {
 	if t == nil {
 		t = &podTimes{}
 	}
-	at := func(m time.Time) string {
-		if m.IsZero() {
-			return "not seen"
-		}
-		return fmt.Sprintf("%.2f s", m.Sub(start).Seconds())
-	}
 	return fmt.Sprintf("pod deleting %s, gone %s, created %s, Ready %s; up to date %s",
-		at(t.deleting), at(t.gone), at(t.created), at(t.ready), at(done))
+		sinceStart(start, t.deleting), sinceStart(start, t.gone), sinceStart(start, t.created),
+		sinceStart(start, t.ready), sinceStart(start, done))
+}
+
+// sinceStart is when m was, from start ("1.23 s"), or "not seen" for a
+// zero m.
+func sinceStart(start, m time.Time) string {
+	if m.IsZero() {
+		return "not seen"
+	}
+	return fmt.Sprintf("%.2f s", m.Sub(start).Seconds())
 }
 
 // quantile of sorted durations (nearest rank).

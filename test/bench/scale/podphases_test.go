@@ -56,3 +56,18 @@ func TestPodPhasesSplitACluster(t *testing.T) {
 		t.Fatalf("quantile 1 of 1..4 = %v, want 4", got)
 	}
 }
+
+// describe gives each phase's time from the start, and "not seen" for a
+// phase the watch never showed (a cluster nothing was recorded for).
+func TestDescribeSaysWhatWasNotSeen(t *testing.T) {
+	p := newPodPhases()
+	p.arm()
+	start := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	p.at["ns/c"] = &podTimes{deleting: start.Add(1500 * time.Millisecond), gone: start.Add(3 * time.Second)}
+	if got, want := p.describe("ns/c", start, start.Add(20*time.Second)), "pod deleting 1.50 s, gone 3.00 s, created not seen, Ready not seen; up to date 20.00 s"; got != want {
+		t.Errorf("describe = %q, want %q", got, want)
+	}
+	if got, want := p.describe("ns/other", start, time.Time{}), "pod deleting not seen, gone not seen, created not seen, Ready not seen; up to date not seen"; got != want {
+		t.Errorf("describe of an unknown cluster = %q, want %q", got, want)
+	}
+}
