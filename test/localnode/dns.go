@@ -180,7 +180,7 @@ func (v dnsView) lookup(name, ns string) []string {
 }
 
 // hostsHeader is the start of every pod's /etc/hosts, as the kubelet
-// writes it; hostsFile puts the pod's own address for localhost.
+// writes it; hostsFiles.file puts the pod's own address for localhost.
 const hostsHeader = `# Kubernetes-managed hosts file (localnode).
 127.0.0.1	localhost
 ::1	localhost ip6-localhost ip6-loopback
@@ -214,24 +214,6 @@ func podLocalhost(ip string) string {
 	}
 	h := strings.Replace(hostsHeader, "127.0.0.1\tlocalhost\n", ip+"\tlocalhost\n", 1)
 	return strings.Replace(h, "::1\tlocalhost ip6-localhost", "::1\tip6-localhost", 1)
-}
-
-// hostsFile is the /etc/hosts of a pod in namespace ns with address ip:
-// the kubelet's lines (localhost, here the pod's own address, and the pod's
-// own hostname and, with a subdomain, its fully qualified name), then every
-// name of the cluster DNS that the pod's resolver would find, by the pod's
-// search path: for a record a.b.ns.svc.cluster.local also a.b.ns.svc,
-// a.b.ns and, from a pod of namespace ns, a.b. A name resolves to what the
-// pod's resolver would get first through its search path; the pod's own
-// names are only its own.
-//
-// spec.hostAliases follow the kubelet's lines, as the kubelet writes
-// them, with 127.0.0.1 as the pod's own address (the pod's loopback,
-// as localhost above). A name an alias gives is left out of the cluster
-// DNS lines: the resolver reads the file before asking DNS, so on a real
-// node the alias alone answers it.
-func (v dnsView) hostsFile(ns, ip, hostname, subdomain string, aliases ...corev1.HostAlias) []byte {
-	return newHostsFiles(v).file(ns, ip, hostname, subdomain, aliases...)
 }
 
 // hostsFiles writes the hosts files of one dnsView. The cluster DNS lines
@@ -331,8 +313,23 @@ func (h *hostsFiles) clusterLines(ns string) *nsLines {
 	return nl
 }
 
-// file is the hostsFile of one pod, from the view's lines of its namespace:
-// the lines that hold one of the pod's own names rendered again without
+// file is the /etc/hosts of a pod in namespace ns with address ip:
+// the kubelet's lines (localhost, here the pod's own address, and the pod's
+// own hostname and, with a subdomain, its fully qualified name), then every
+// name of the cluster DNS that the pod's resolver would find, by the pod's
+// search path: for a record a.b.ns.svc.cluster.local also a.b.ns.svc,
+// a.b.ns and, from a pod of namespace ns, a.b. A name resolves to what the
+// pod's resolver would get first through its search path; the pod's own
+// names are only its own.
+//
+// spec.hostAliases follow the kubelet's lines, as the kubelet writes
+// them, with 127.0.0.1 as the pod's own address (the pod's loopback,
+// as localhost above). A name an alias gives is left out of the cluster
+// DNS lines: the resolver reads the file before asking DNS, so on a real
+// node the alias alone answers it.
+//
+// The cluster DNS lines are the view's lines of the pod's namespace; the
+// lines that hold one of the pod's own names are rendered again without
 // them.
 func (h *hostsFiles) file(ns, ip, hostname, subdomain string, aliases ...corev1.HostAlias) []byte {
 	var b bytes.Buffer

@@ -131,31 +131,31 @@ func TestHostsFileListsTheClusterAsThePodsResolverSeesIt(t *testing.T) {
 		"demo.nats.svc.cluster.local":                    {"127.0.0.3"},
 		"demo-0-0.demo-headless.other.svc.cluster.local": {"127.0.1.10"},
 	}
-	got := string(v.hostsFile("nats", "127.0.0.2", "demo-0-0", "demo-headless"))
+	got := string(newHostsFiles(v).file("nats", "127.0.0.2", "demo-0-0", "demo-headless"))
 	want := podLocalhost("127.0.0.2") + "127.0.0.2\tdemo-0-0.demo-headless.nats.svc.cluster.local\tdemo-0-0\n" +
 		"# Cluster DNS (localnode): pods of headless Services and Services.\n" +
 		"127.0.0.2\tdemo-headless.nats.svc.cluster.local demo-0-0.demo-headless.nats.svc demo-0-0.demo-headless.nats demo-0-0.demo-headless demo-headless.nats.svc demo-headless.nats demo-headless\n" +
 		"127.0.0.3\tdemo-1-0.demo-headless.nats.svc.cluster.local demo-headless.nats.svc.cluster.local demo-1-0.demo-headless.nats.svc demo-1-0.demo-headless.nats demo.nats.svc.cluster.local demo-1-0.demo-headless demo-headless.nats.svc demo-headless.nats demo-headless demo.nats.svc demo.nats demo\n" +
 		"127.0.1.10\tdemo-0-0.demo-headless.other.svc.cluster.local demo-0-0.demo-headless.other.svc demo-0-0.demo-headless.other\n"
 	if got != want {
-		t.Errorf("hostsFile:\n%s\nwant:\n%s", got, want)
+		t.Errorf("file:\n%s\nwant:\n%s", got, want)
 	}
 	// localhost is the pod's own address, as a pod's loopback is its own;
 	// ::1 keeps its other names only.
 	if !strings.Contains(got, "\n127.0.0.2\tlocalhost\n") || strings.Contains(got, "127.0.0.1") ||
 		!strings.Contains(got, "\n::1\tip6-localhost ip6-loopback\n") || strings.Count(got, "localhost") != 2 {
-		t.Errorf("hostsFile does not give localhost the pod's address alone:\n%s", got)
+		t.Errorf("file does not give localhost the pod's address alone:\n%s", got)
 	}
 	// From another namespace, the short names are that namespace's.
-	other := string(v.hostsFile("other", "127.0.1.10", "demo-0-0", "demo-headless"))
+	other := string(newHostsFiles(v).file("other", "127.0.1.10", "demo-0-0", "demo-headless"))
 	if !strings.Contains(other, "\n127.0.0.3\tdemo-1-0.demo-headless.nats.svc.cluster.local demo-headless.nats.svc.cluster.local demo-1-0.demo-headless.nats.svc demo-1-0.demo-headless.nats demo.nats.svc.cluster.local demo-headless.nats.svc demo-headless.nats demo.nats.svc demo.nats\n") ||
 		strings.Contains(other, " demo-1-0.demo-headless\n") || strings.Contains(other, " demo\n") {
-		t.Errorf("hostsFile from namespace other:\n%s", other)
+		t.Errorf("file from namespace other:\n%s", other)
 	}
 	// A pod without a subdomain has only its hostname.
-	plain := string(v.hostsFile("nats", "127.0.0.9", "client", ""))
+	plain := string(newHostsFiles(v).file("nats", "127.0.0.9", "client", ""))
 	if !strings.Contains(plain, "\n127.0.0.9\tclient\n") {
-		t.Errorf("hostsFile of a pod without subdomain:\n%s", plain)
+		t.Errorf("file of a pod without subdomain:\n%s", plain)
 	}
 }
 
@@ -167,7 +167,7 @@ func TestHostsFileHasTheHostAliases(t *testing.T) {
 		"demo.nats.svc.cluster.local":                   {"127.0.0.3"},
 		"demo-0-0.demo-headless.nats.svc.cluster.local": {"127.0.0.2"},
 	}
-	got := string(v.hostsFile("nats", "127.0.0.2", "demo-0-0", "demo-headless",
+	got := string(newHostsFiles(v).file("nats", "127.0.0.2", "demo-0-0", "demo-headless",
 		corev1.HostAlias{IP: "127.0.0.1", Hostnames: []string{"demo.nats.svc"}},
 		corev1.HostAlias{IP: "10.1.2.3", Hostnames: []string{"a.example.com", "b.example.com"}}))
 	if !strings.Contains(got, "\n# Entries added by HostAliases.\n127.0.0.2\tdemo.nats.svc\n10.1.2.3\ta.example.com\tb.example.com\n") {

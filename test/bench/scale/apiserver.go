@@ -22,13 +22,14 @@ type requestLoad struct {
 
 var requestLabels = regexp.MustCompile(`(verb|resource|subresource)="([^"]*)"`)
 
-// apiserverMetrics reads the API server's /metrics.
-func (b *bench) apiserverMetrics(ctx context.Context) (apiserverRequests, error) {
+// apiserverMetrics reads the API server's /metrics: the requests it
+// served, and those that queued in its flow control (parseFlowControlWait).
+func (b *bench) apiserverMetrics(ctx context.Context) (apiserverRequests, requestLoad, error) {
 	body, err := b.kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("reading the API server's metrics: %w", err)
+		return nil, requestLoad{}, fmt.Errorf("reading the API server's metrics: %w", err)
 	}
-	return parseAPIServerRequests(string(body)), nil
+	return parseAPIServerRequests(string(body)), parseFlowControlWait(string(body)), nil
 }
 
 func parseAPIServerRequests(body string) apiserverRequests {
@@ -104,23 +105,20 @@ func (r apiserverRequests) print(prefix string, top int) {
 	}
 }
 
-// flowControlWait is the time requests queued in the API server's API
-// Priority and Fairness before they were served (the sum of
-// apiserver_flowcontrol_request_wait_duration_seconds over every flow
-// schema and priority level), and how many requests that covers. Requests
-// of the exempt priority level do not queue and are not counted.
-func (b *bench) flowControlWait(ctx context.Context) (seconds, requests float64, err error) {
-	body, err := b.kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
-	if err != nil {
-		return 0, 0, fmt.Errorf("reading the API server's metrics: %w", err)
-	}
-	for _, line := range strings.Split(string(body), "\n") {
+// parseFlowControlWait is how many requests went through the API server's
+// API Priority and Fairness and how long they queued before they were
+// served, in all (apiserver_flowcontrol_request_wait_duration_seconds over
+// every flow schema and priority level). Requests of the exempt priority
+// level do not queue and are not counted.
+func parseFlowControlWait(body string) requestLoad {
+	var w requestLoad
+	for _, line := range strings.Split(body, "\n") {
 		var into *float64
 		switch {
 		case strings.HasPrefix(line, "apiserver_flowcontrol_request_wait_duration_seconds_sum{"):
-			into = &seconds
+			into = &w.seconds
 		case strings.HasPrefix(line, "apiserver_flowcontrol_request_wait_duration_seconds_count{"):
-			into = &requests
+			into = &w.count
 		default:
 			continue
 		}
@@ -129,5 +127,5 @@ func (b *bench) flowControlWait(ctx context.Context) (seconds, requests float64,
 			*into += v
 		}
 	}
-	return seconds, requests, nil
+	return w
 }

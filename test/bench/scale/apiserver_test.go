@@ -29,3 +29,18 @@ apiserver_request_duration_seconds_sum{component="apiserver",dry_run="",group=""
 		t.Errorf("PUT configmaps = %+v, want 5 requests", got)
 	}
 }
+
+// The flow-control wait is summed over every flow schema and priority
+// level; the histogram's buckets and other series are not counted.
+func TestParseFlowControlWait(t *testing.T) {
+	w := parseFlowControlWait(`apiserver_flowcontrol_request_wait_duration_seconds_bucket{execute="true",flow_schema="service-accounts",priority_level="workload-low",le="0.005"} 900
+apiserver_flowcontrol_request_wait_duration_seconds_sum{execute="true",flow_schema="service-accounts",priority_level="workload-low"} 0.25
+apiserver_flowcontrol_request_wait_duration_seconds_count{execute="true",flow_schema="service-accounts",priority_level="workload-low"} 1000
+apiserver_flowcontrol_request_wait_duration_seconds_sum{execute="true",flow_schema="global-default",priority_level="global-default"} 1.5
+apiserver_flowcontrol_request_wait_duration_seconds_count{execute="true",flow_schema="global-default",priority_level="global-default"} 20
+apiserver_flowcontrol_dispatched_requests_total{flow_schema="exempt",priority_level="exempt"} 311
+`)
+	if w.count != 1020 || w.seconds != 1.75 {
+		t.Errorf("parseFlowControlWait = %+v, want 1020 requests, 1.75 s", w)
+	}
+}

@@ -97,8 +97,10 @@ type waitResult struct {
 	// all is until the last cluster, first until the first one.
 	all, first time.Duration
 	// slowest is the longest single cluster's rollout: from the first
-	// sample that saw it Progressing=True to the one that saw it done.
-	slowest time.Duration
+	// sample that saw it Progressing=True to the one that saw it done;
+	// slowestKey is that cluster, lastKey the cluster seen done last.
+	slowest             time.Duration
+	slowestKey, lastKey string
 	// maxStart is the longest a cluster waited, from start, before it was
 	// first seen Progressing=True.
 	maxStart time.Duration
@@ -147,7 +149,10 @@ func (b *bench) waitUpToDate(ctx context.Context, start time.Time, version strin
 			if !ok {
 				from = start
 			}
-			res.slowest = max(res.slowest, now.Sub(from))
+			if now.Sub(from) > res.slowest || res.slowestKey == "" {
+				res.slowest, res.slowestKey = now.Sub(from), key
+			}
+			res.lastKey = key
 			res.maxStart = max(res.maxStart, from.Sub(start))
 		}
 		if len(doneAt) >= b.o.clusters {
@@ -182,11 +187,7 @@ func (b *bench) versionChange(ctx context.Context, ctrl *controller, workers int
 	// pass before the baseline.
 	time.Sleep(15 * time.Second)
 	before := ctrl.metricsBody()
-	apiBefore, err := b.apiserverMetrics(ctx)
-	if err != nil {
-		return err
-	}
-	waitBefore, waitedBefore, err := b.flowControlWait(ctx)
+	apiBefore, flowBefore, err := b.apiserverMetrics(ctx)
 	if err != nil {
 		return err
 	}
@@ -219,11 +220,7 @@ func (b *bench) versionChange(ctx context.Context, ctrl *controller, workers int
 		return err
 	}
 	after := ctrl.metricsBody()
-	apiAfter, err := b.apiserverMetrics(ctx)
-	if err != nil {
-		return err
-	}
-	waitAfter, waitedAfter, err := b.flowControlWait(ctx)
+	apiAfter, flowAfter, err := b.apiserverMetrics(ctx)
 	if err != nil {
 		return err
 	}
@@ -264,18 +261,7 @@ func (b *bench) versionChange(ctx context.Context, ctrl *controller, workers int
 	}
 	// The cluster up to date last, and the one whose own rollout was the
 	// slowest: where their time went.
-	var last, slowest string
-	for key, at := range res.doneAt {
-		if last == "" || at.After(res.doneAt[last]) {
-			last = key
-		}
-		if from, ok := res.progressingAt[key]; ok {
-			if slowest == "" || at.Sub(from) > res.doneAt[slowest].Sub(res.progressingAt[slowest]) {
-				slowest = key
-			}
-		}
-	}
-	for _, c := range []struct{ what, key string }{{"up to date last", last}, {"slowest rollout", slowest}} {
+	for _, c := range []struct{ what, key string }{{"up to date last", res.lastKey}, {"slowest rollout", res.slowestKey}} {
 		if c.key == "" {
 			continue
 		}
@@ -312,8 +298,8 @@ func (b *bench) versionChange(ctx context.Context, ctrl *controller, workers int
 	apiAfter.minus(apiBefore).print(p, 14)
 	// Whether those requests queued in the API server's flow control (a
 	// FlowSchema could then favour the steps) or waited on the machine.
-	figure(p+"_apiserver_flowcontrol_queued_requests", waitedAfter-waitedBefore, "requests")
-	figure(p+"_apiserver_flowcontrol_wait_seconds", round(waitAfter-waitBefore, 2), "s")
+	figure(p+"_apiserver_flowcontrol_queued_requests", flowAfter.count-flowBefore.count, "requests")
+	figure(p+"_apiserver_flowcontrol_wait_seconds", round(flowAfter.seconds-flowBefore.seconds, 2), "s")
 	return nil
 }
 
