@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"regexp"
 	"slices"
@@ -12,13 +13,11 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
-	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
 	"github.com/nats-operator/nats-operator/test/framework"
 )
 
@@ -67,6 +66,7 @@ func (b *bench) createClusters(ctx context.Context) error {
 	}
 	say("creating %d NatsClusters of 1 server (nats-server %s, JetStream %v) in %d namespaces", b.o.clusters, b.o.fromVersion, b.o.jetStream, b.o.namespaces)
 	fmt.Printf("# NatsClusters: the example of manifests/examples/natscluster-jetstream.yaml with replicas 1; spec.jetstream kept: %v\n", b.o.jetStream)
+	b.watched.arm(b.o.fromVersion)
 	start := time.Now()
 	err = b.forEachCluster(func(ns, name string) error {
 		o := example.DeepCopy()
@@ -96,83 +96,97 @@ func (b *bench) createClusters(ctx context.Context) error {
 type waitResult struct {
 	// all is until the last cluster, first until the first one.
 	all, first time.Duration
-	// slowest is the longest single cluster's rollout: from the first
-	// sample that saw it Progressing=True to the one that saw it done;
-	// slowestKey is that cluster, lastKey the cluster seen done last.
+	// slowest is the longest single cluster's own rollout: from its first
+	// step (the watch showing a server's StatefulSet template on the
+	// version) or, if the watch showed it first, Progressing=True, to
+	// done; slowestKey is that cluster, lastKey the cluster done last.
 	slowest             time.Duration
 	slowestKey, lastKey string
+	// fromProgressing is the same from Progressing=True alone, as the
+	// bench timed a cluster's own rollout before run 11e: the controller
+	// writes Progressing after its step's writes (template, ConfigMap, pod
+	// deletion), so that time leaves out the first step's own writes.
+	fromProgressing    time.Duration
+	fromProgressingKey string
 	// maxStart is the longest a cluster waited, from start, before it was
-	// first seen Progressing=True.
-	maxStart time.Duration
-	// doneAt is when each cluster (namespace/name) was seen done, and
-	// progressingAt when it was first seen Progressing=True.
-	doneAt, progressingAt map[string]time.Time
+	// first seen Progressing=True; maxStep before its first step.
+	maxStart, maxStep time.Duration
+	// The times by cluster (namespace/name), from the bench's watches.
+	watched
 }
 
-// waitUpToDate looks every 500 ms (at the watch b.clusters) until every cluster is Ready, Settled and
-// Progressing=False UpToDate for its generation on version; sample is
-// called at each poll.
+// waitUpToDate waits until the watch (b.watched, armed for version before
+// the change) has seen every cluster Ready, Settled and up to date on
+// version, looking every 500 ms; sample, if not nil, runs at each look.
+// The times are the watch's (watchTimes), not the looks'.
 func (b *bench) waitUpToDate(ctx context.Context, start time.Time, version string, timeout time.Duration, sample func()) (waitResult, error) {
-	var res waitResult
-	progressingAt := map[string]time.Time{}
-	doneAt := map[string]time.Time{}
 	lastReport := time.Now()
-	for {
+	for b.watched.doneCount() < b.o.clusters {
 		if sample != nil {
 			sample()
 		}
-		list, err := b.clusters.List(labels.Everything())
-		if err != nil {
-			return res, err
-		}
-		now := time.Now()
-		var notDone string
-		for _, nc := range list {
-			key := nc.Namespace + "/" + nc.Name
-			if _, ok := doneAt[key]; ok {
-				continue
+		if time.Since(lastReport) > 15*time.Second || time.Since(start) > timeout {
+			msg := fmt.Sprintf("%d/%d up to date after %s; e.g. %s", b.watched.doneCount(), b.o.clusters, time.Since(start).Round(time.Second), b.notUpToDate(version))
+			if time.Since(start) > timeout {
+				return waitResult{}, fmt.Errorf("after %s, %s", timeout, msg)
 			}
-			if _, ok := progressingAt[key]; !ok && meta.IsStatusConditionTrue(nc.Status.Conditions, clusterv1beta1.ConditionProgressing) {
-				progressingAt[key] = now
-			}
-			if err := framework.CheckSettledUpToDate(nc); err != nil || nc.Status.Version != version || nc.Spec.Version != version {
-				if notDone == "" {
-					notDone = fmt.Sprintf("%s: version %s: %v", key, nc.Status.Version, err)
-				}
-				continue
-			}
-			doneAt[key] = now
-			if len(doneAt) == 1 {
-				res.first = now.Sub(start)
-			}
-			from, ok := progressingAt[key]
-			if !ok {
-				from = start
-			}
-			if now.Sub(from) > res.slowest || res.slowestKey == "" {
-				res.slowest, res.slowestKey = now.Sub(from), key
-			}
-			res.lastKey = key
-			res.maxStart = max(res.maxStart, from.Sub(start))
-		}
-		if len(doneAt) >= b.o.clusters {
-			res.all = now.Sub(start)
-			res.doneAt, res.progressingAt = doneAt, progressingAt
-			return res, nil
-		}
-		if time.Since(lastReport) > 15*time.Second {
-			say("  %d/%d up to date after %s; e.g. %s", len(doneAt), b.o.clusters, time.Since(start).Round(time.Second), notDone)
+			say("  %s", msg)
 			lastReport = time.Now()
-		}
-		if time.Since(start) > timeout {
-			return res, fmt.Errorf("after %s, %d/%d clusters up to date on %s; e.g. %s", timeout, len(doneAt), b.o.clusters, version, notDone)
 		}
 		select {
 		case <-ctx.Done():
-			return res, ctx.Err()
+			return waitResult{}, ctx.Err()
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+	return timesOf(start, b.watched.times()), nil
+}
+
+// timesOf reads the change's figures from the watches' times.
+func timesOf(start time.Time, w watched) waitResult {
+	res := waitResult{watched: w}
+	for _, key := range slices.Sorted(maps.Keys(w.done)) {
+		at := w.done[key]
+		if d := at.Sub(start); d > res.all || res.lastKey == "" {
+			res.all, res.lastKey = d, key
+		}
+		if d := at.Sub(start); d < res.first || res.first == 0 {
+			res.first = d
+		}
+		progressing, ok := w.progressing[key]
+		if !ok {
+			progressing = start
+		}
+		from := progressing
+		if step, ok := w.step[key]; ok && step.Before(from) {
+			from = step
+		}
+		if d := at.Sub(from); d > res.slowest || res.slowestKey == "" {
+			res.slowest, res.slowestKey = d, key
+		}
+		if d := at.Sub(progressing); d > res.fromProgressing || res.fromProgressingKey == "" {
+			res.fromProgressing, res.fromProgressingKey = d, key
+		}
+		res.maxStart = max(res.maxStart, progressing.Sub(start))
+		res.maxStep = max(res.maxStep, from.Sub(start))
+	}
+	return res
+}
+
+// notUpToDate says why one cluster the watch has not seen done is not.
+func (b *bench) notUpToDate(version string) string {
+	list, err := b.clusters.List(labels.Everything())
+	if err != nil {
+		return err.Error()
+	}
+	done := b.watched.times().done
+	for _, nc := range list {
+		key := nc.Namespace + "/" + nc.Name
+		if _, ok := done[key]; !ok {
+			return fmt.Sprintf("%s: version %s: %v", key, nc.Status.Version, upToDate(nc, version))
+		}
+	}
+	return "every cluster listed is done"
 }
 
 // versionChange restarts the controller with workers, changes every
@@ -199,7 +213,7 @@ func (b *bench) versionChange(ctx context.Context, ctrl *controller, workers int
 	}
 	say("changing spec.version of %d clusters %s -> %s", b.o.clusters, from, to)
 	b.pods.arm()
-	b.specSeen.arm(to)
+	b.watched.arm(to)
 	start := time.Now()
 	patch := []byte(fmt.Sprintf(`{"spec":{"version":%q}}`, to))
 	var mu sync.Mutex
@@ -229,13 +243,22 @@ func (b *bench) versionChange(ctx context.Context, ctrl *controller, workers int
 	figure(p+"_patch_seconds", round(patched.Seconds(), 1), "s")
 	figure(p+"_all_up_to_date_seconds", round(res.all.Seconds(), 1), "s")
 	figure(p+"_first_up_to_date_seconds", round(res.first.Seconds(), 1), "s")
+	// A cluster's own rollout from its first step (the watch showing a
+	// server's StatefulSet template on the version) or its Progressing,
+	// whichever came first, to done; and from Progressing alone, as
+	// before run 11e (the controller writes Progressing after its step's
+	// writes).
 	figure(p+"_slowest_cluster_rollout_seconds", round(res.slowest.Seconds(), 1), "s")
+	figure(p+"_all_over_slowest_ratio", round(res.all.Seconds()/res.slowest.Seconds(), 2), "x")
+	figure(p+"_slowest_cluster_rollout_from_progressing_seconds", round(res.fromProgressing.Seconds(), 1), "s")
+	figure(p+"_all_over_slowest_from_progressing_ratio", round(res.all.Seconds()/res.fromProgressing.Seconds(), 2), "x")
+	figure(p+"_longest_wait_to_first_step_seconds", round(res.maxStep.Seconds(), 1), "s")
 	figure(p+"_longest_wait_to_progressing_seconds", round(res.maxStart.Seconds(), 1), "s")
 	// The controller's part of that wait: from each cluster's own patch
 	// (its response) to the sample that first saw it Progressing.
 	var fromPatch time.Duration
 	var longest string
-	for key, at := range res.progressingAt {
+	for key, at := range res.progressing {
 		if p, ok := patchedAt[key]; ok && at.Sub(p) > fromPatch {
 			fromPatch, longest = at.Sub(p), key
 		}
@@ -245,7 +268,7 @@ func (b *bench) versionChange(ctx context.Context, ctrl *controller, workers int
 	// patch response to the bench's watch showing the new version.
 	var watchDelays []time.Duration
 	for key, p := range patchedAt {
-		if at, ok := b.specSeen.seenAt(key); ok {
+		if at, ok := res.spec[key]; ok {
 			watchDelays = append(watchDelays, max(0, at.Sub(p)))
 		}
 	}
@@ -255,31 +278,39 @@ func (b *bench) versionChange(ctx context.Context, ctrl *controller, workers int
 		figure(p+"_watch_delay_max_seconds", round(quantile(watchDelays, 1).Seconds(), 2), "s")
 	}
 	if longest != "" {
-		seen, _ := b.specSeen.seenAt(longest)
+		seen := res.spec[longest]
 		fmt.Printf("# that cluster: %s, patched at %s, its new spec on the bench's watch at %s, first seen Progressing at %s\n", longest,
-			sinceStart(start, patchedAt[longest]), sinceStart(start, seen), sinceStart(start, res.progressingAt[longest]))
+			sinceStart(start, patchedAt[longest]), sinceStart(start, seen), sinceStart(start, res.progressing[longest]))
 	}
 	// The cluster up to date last, and the one whose own rollout was the
 	// slowest: where their time went.
-	for _, c := range []struct{ what, key string }{{"up to date last", res.lastKey}, {"slowest rollout", res.slowestKey}} {
+	for _, c := range []struct{ what, key string }{
+		{"up to date last", res.lastKey}, {"slowest rollout", res.slowestKey}, {"slowest rollout from Progressing", res.fromProgressingKey},
+	} {
 		if c.key == "" {
 			continue
 		}
-		fmt.Printf("# %s: %s, patched at %s, Progressing seen at %s, %s\n", c.what, c.key,
-			sinceStart(start, patchedAt[c.key]), sinceStart(start, res.progressingAt[c.key]),
-			b.pods.describe(c.key, start, res.doneAt[c.key]))
+		fmt.Printf("# %s: %s, patched at %s, first step seen at %s, Progressing seen at %s, %s\n", c.what, c.key,
+			sinceStart(start, patchedAt[c.key]), sinceStart(start, res.step[c.key]), sinceStart(start, res.progressing[c.key]),
+			b.pods.describe(c.key, start, res.done[c.key]))
 	}
 	figure(p+"_workqueue_depth_max", depthMax, "items")
 	// Where each cluster's time went, from its pod's events (podPhases).
-	for _, ph := range b.pods.phases(start, res.doneAt) {
+	for _, ph := range b.pods.phases(start, res.done) {
 		figure(p+"_phase_"+ph.name+"_clusters", len(ph.d), "clusters")
 		figure(p+"_phase_"+ph.name+"_p50_seconds", round(quantile(ph.d, 0.5).Seconds(), 1), "s")
 		figure(p+"_phase_"+ph.name+"_max_seconds", round(quantile(ph.d, 1).Seconds(), 1), "s")
 	}
-	for _, h := range []string{"workqueue_queue_duration_seconds", "workqueue_work_duration_seconds"} {
-		hb, ha := histogram(before, h), histogram(after, h)
-		d := ha.minus(hb)
-		short := strings.TrimSuffix(strings.TrimPrefix(h, "workqueue_"), "_seconds")
+	for _, h := range []struct{ name, label, short string }{
+		{"workqueue_queue_duration_seconds", `name="natscluster"`, "queue_duration"},
+		{"workqueue_work_duration_seconds", `name="natscluster"`, "work_duration"},
+		// The restart steps' own time (their writes), as the controller
+		// measures it: what a cluster's rollout timed from Progressing
+		// leaves out of its first step.
+		{"nats_operator_step_duration_seconds", `kind="RestartOne"`, "restart_step_duration"},
+	} {
+		d := histogram(after, h.name, h.label).minus(histogram(before, h.name, h.label))
+		short := h.short
 		figure(p+"_"+short+"_count", d.count, "items")
 		if d.count > 0 {
 			figure(p+"_"+short+"_mean_seconds", round(d.sum/d.count, 4), "s")
@@ -303,8 +334,8 @@ func (b *bench) versionChange(ctx context.Context, ctrl *controller, workers int
 	return nil
 }
 
-// hist is a Prometheus histogram of name="natscluster": cumulative counts
-// by upper bound.
+// hist is a Prometheus histogram of one label: cumulative counts by upper
+// bound.
 type hist struct {
 	buckets map[float64]float64
 	sum     float64
@@ -313,10 +344,12 @@ type hist struct {
 
 var leLabel = regexp.MustCompile(`le="([^"]+)"`)
 
-func histogram(body, name string) hist {
+// histogram reads the histogram name of the series with label (as in
+// `name="natscluster"`) from a /metrics body.
+func histogram(body, name, label string) hist {
 	h := hist{buckets: map[float64]float64{}}
 	for _, line := range strings.Split(body, "\n") {
-		if !strings.HasPrefix(line, name+"_bucket{") || !strings.Contains(line, `name="natscluster"`) {
+		if !strings.HasPrefix(line, name+"_bucket{") || !strings.Contains(line, label) {
 			continue
 		}
 		m := leLabel.FindStringSubmatch(line)
@@ -330,8 +363,8 @@ func histogram(body, name string) hist {
 			h.buckets[le] = v
 		}
 	}
-	h.sum, _ = framework.SumMetric(body, name+"_sum", `name="natscluster"`)
-	h.count, _ = framework.SumMetric(body, name+"_count", `name="natscluster"`)
+	h.sum, _ = framework.SumMetric(body, name+"_sum", label)
+	h.count, _ = framework.SumMetric(body, name+"_count", label)
 	return h
 }
 

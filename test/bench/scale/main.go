@@ -155,8 +155,8 @@ func run(ctx context.Context, o options) error {
 	// with ctx's, the bench hung after "done").
 	factory := natsinformers.NewSharedInformerFactory(b.nats, 0)
 	b.clusters = factory.Cluster().V1beta1().NatsClusters().Lister()
-	b.specSeen = &specSeen{}
-	if _, err := factory.Cluster().V1beta1().NatsClusters().Informer().AddEventHandler(b.specSeen.handler()); err != nil {
+	b.watched = &watchTimes{}
+	if _, err := factory.Cluster().V1beta1().NatsClusters().Informer().AddEventHandler(b.watched.handler()); err != nil {
 		return err
 	}
 	informersCtx, stopInformers := context.WithCancel(ctx)
@@ -166,12 +166,17 @@ func run(ctx context.Context, o options) error {
 	if err := synced(factory.WaitForCacheSync(ctx.Done())); err != nil {
 		return err
 	}
-	// The servers' pods, for where a cluster's rollout spends its time.
+	// The servers' pods, for where a cluster's rollout spends its time
+	// (and, below, their StatefulSets).
 	b.pods = newPodPhases()
 	podFactory := kubeinformers.NewSharedInformerFactoryWithOptions(b.kube, 0, kubeinformers.WithTweakListOptions(func(o *metav1.ListOptions) {
 		o.LabelSelector = clusterv1beta1.LabelCluster
 	}))
 	if _, err := podFactory.Core().V1().Pods().Informer().AddEventHandler(b.pods.handler()); err != nil {
+		return err
+	}
+	// The servers' StatefulSets, for when each cluster's first step came.
+	if _, err := podFactory.Apps().V1().StatefulSets().Informer().AddEventHandler(b.watched.handler()); err != nil {
 		return err
 	}
 	podFactory.Start(informersCtx.Done())

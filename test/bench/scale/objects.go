@@ -3,12 +3,15 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -17,6 +20,7 @@ import (
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
 	versioned "github.com/nats-operator/nats-operator/pkg/generated/clientset/versioned"
 	clusterlisters "github.com/nats-operator/nats-operator/pkg/generated/listers/cluster/v1beta1"
+	"github.com/nats-operator/nats-operator/test/framework"
 	"github.com/nats-operator/nats-operator/test/testenv"
 )
 
@@ -31,54 +35,125 @@ type bench struct {
 	clusters clusterlisters.NatsClusterLister
 	// pods times the phases of each cluster's pod in a version change.
 	pods *podPhases
-	// specSeen is when the watch of b.clusters first showed each cluster
-	// with the version a change asks for.
-	specSeen *specSeen
+	// watched is when the watch of b.clusters first showed each cluster
+	// with the version a change asks for, Progressing, and done.
+	watched *watchTimes
 }
 
-// specSeen records, per NatsCluster, when the bench's watch first showed
-// it with spec.version == version: against the cluster's own patch, how
-// late the API server's watch events reach a client (the controller's
-// informer is another such client).
-type specSeen struct {
-	mu      sync.Mutex
-	version string
-	at      map[string]time.Time
+// watchTimes records, per NatsCluster, when the bench's watches first
+// showed it, after arm(version): with spec.version == version (against the
+// cluster's own patch, how late the API server's watch events reach a
+// client; the controller's informer is another such client), its first
+// step (a server's StatefulSet template on version: the first write of the
+// controller's restart step, which writes the template, the ConfigMap, then
+// deletes the pod, and only then the status), Progressing=True, and done
+// (up to date on version: Ready, Settled, every server on it). Each is
+// taken as its watch event arrives, not when a wait next looks, so no time
+// is late by the wait's period (500 ms and the controller's /metrics read
+// of each look, before): a cluster's own rollout and the whole change are
+// timed alike.
+type watchTimes struct {
+	mu                            sync.Mutex
+	version                       string
+	spec, step, progressing, done map[string]time.Time
 }
 
-func (s *specSeen) arm(version string) {
+func (s *watchTimes) arm(version string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.version, s.at = version, map[string]time.Time{}
+	s.version = version
+	s.spec, s.step, s.progressing, s.done = map[string]time.Time{}, map[string]time.Time{}, map[string]time.Time{}, map[string]time.Time{}
 }
 
-func (s *specSeen) record(obj interface{}) {
-	nc, ok := obj.(*clusterv1beta1.NatsCluster)
+// recordStatefulSetAt takes the time of a cluster's first step: one of its
+// servers' StatefulSets with a container on the armed version's image.
+func (s *watchTimes) recordStatefulSetAt(sts *appsv1.StatefulSet, now time.Time) {
+	cluster, ok := sts.Labels[clusterv1beta1.LabelCluster]
 	if !ok {
 		return
 	}
-	now := time.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	key := nc.Namespace + "/" + nc.Name
-	if _, seen := s.at[key]; !seen && s.version != "" && nc.Spec.Version == s.version {
-		s.at[key] = now
+	if s.version == "" {
+		return
+	}
+	on := false
+	for _, c := range sts.Spec.Template.Spec.Containers {
+		img, _, _ := strings.Cut(c.Image, "@")
+		on = on || strings.HasSuffix(img, ":"+s.version)
+	}
+	firstAt(s.step, sts.Namespace+"/"+cluster, now, on)
+}
+
+// record takes the times an object's watch event shows: a NatsCluster's
+// (recordAt), a server's StatefulSet's (recordStatefulSetAt).
+func (s *watchTimes) record(obj interface{}) {
+	switch o := obj.(type) {
+	case *clusterv1beta1.NatsCluster:
+		s.recordAt(o, time.Now())
+	case *appsv1.StatefulSet:
+		s.recordStatefulSetAt(o, time.Now())
 	}
 }
 
-func (s *specSeen) handler() cache.ResourceEventHandler {
+func (s *watchTimes) recordAt(nc *clusterv1beta1.NatsCluster, now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.version == "" {
+		return
+	}
+	key := nc.Namespace + "/" + nc.Name
+	firstAt(s.spec, key, now, nc.Spec.Version == s.version)
+	if _, done := s.done[key]; !done {
+		firstAt(s.progressing, key, now, meta.IsStatusConditionTrue(nc.Status.Conditions, clusterv1beta1.ConditionProgressing))
+	}
+	firstAt(s.done, key, now, upToDate(nc, s.version) == nil)
+}
+
+// firstAt sets m[key] to now when cond holds and m has no time for key.
+func firstAt(m map[string]time.Time, key string, now time.Time, cond bool) {
+	if _, ok := m[key]; !ok && cond {
+		m[key] = now
+	}
+}
+
+// upToDate is nil when nc runs version (spec and status) and is Ready and
+// Settled on its target, else what is not.
+func upToDate(nc *clusterv1beta1.NatsCluster, version string) error {
+	if err := framework.CheckSettledUpToDate(nc); err != nil {
+		return err
+	}
+	if nc.Spec.Version != version || nc.Status.Version != version {
+		return fmt.Errorf("spec.version %s, status.version %s, not %s", nc.Spec.Version, nc.Status.Version, version)
+	}
+	return nil
+}
+
+// handler records the NatsClusters' and the StatefulSets' events.
+func (s *watchTimes) handler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc:    s.record,
 		UpdateFunc: func(_, obj interface{}) { s.record(obj) },
 	}
 }
 
-// seenAt is when key was first seen with the armed version.
-func (s *specSeen) seenAt(key string) (time.Time, bool) {
+// times returns copies of the times recorded since arm.
+func (s *watchTimes) times() watched {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	t, ok := s.at[key]
-	return t, ok
+	return watched{spec: maps.Clone(s.spec), step: maps.Clone(s.step), progressing: maps.Clone(s.progressing), done: maps.Clone(s.done)}
+}
+
+// watched are the times of a watchTimes, by cluster (namespace/name).
+type watched struct {
+	spec, step, progressing, done map[string]time.Time
+}
+
+// doneCount is how many clusters were seen done since arm.
+func (s *watchTimes) doneCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.done)
 }
 
 // neverScheduled is the nodeSelector of the unrelated pods: no node has the
