@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
@@ -95,6 +96,19 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 	return rest.InClusterConfig()
 }
 
+// builtinConfig is cfg for the clients of Kubernetes' own kinds (pods,
+// StatefulSets, ConfigMaps, Events, Leases...): their requests, responses
+// and watch events in protobuf, as kube-controller-manager and the kubelet
+// send them, which costs the API server and the controller less CPU to
+// encode and decode than JSON. The NatsCluster client stays on JSON: custom
+// resources have no protobuf encoding.
+func builtinConfig(cfg *rest.Config) *rest.Config {
+	c := rest.CopyConfig(cfg)
+	c.ContentType = runtime.ContentTypeProtobuf
+	c.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	return c
+}
+
 func run(ctx context.Context, o options) error {
 	logger := klog.FromContext(ctx)
 	policy, err := render.ParsePodTemplatePolicy(o.podTemplatePolicy, o.allowedImages)
@@ -107,7 +121,8 @@ func run(ctx context.Context, o options) error {
 	}
 	cfg.UserAgent = "nats-operator"
 	cfg.QPS, cfg.Burst = float32(o.qps), o.burst
-	kubeClient, err := kubernetes.NewForConfig(cfg)
+	kubeCfg := builtinConfig(cfg)
+	kubeClient, err := kubernetes.NewForConfig(kubeCfg)
 	if err != nil {
 		return err
 	}
@@ -117,7 +132,7 @@ func run(ctx context.Context, o options) error {
 	}
 	// Events get a client, and so a client-side rate limit, of their own
 	// (controller.Options.EventClient).
-	eventClient, err := kubernetes.NewForConfig(cfg)
+	eventClient, err := kubernetes.NewForConfig(kubeCfg)
 	if err != nil {
 		return err
 	}
