@@ -66,6 +66,32 @@ func catchingUp(d rollout.Decision, snap *observe.Snapshot) (lag uint64, ok bool
 	return lag, behind
 }
 
+// catchUpTail says a step waits on Settled only for the tail of a catch-up
+// that no member's lag shows: the verdict is GroupsCatchingUp (a server's
+// /healthz still reports a stream or consumer catching up, or a server does
+// not name the meta leader yet) while every group has a leader and every
+// member is current. This tail can open the gate at any look (bench-rollout
+// run 22: a second from its start to the gate open, and the step came 0.97
+// s after the last closed look, the next look being the rollout's
+// once-a-second one).
+func catchUpTail(d rollout.Decision, snap *observe.Snapshot) bool {
+	if d.Rollout == nil || d.Rollout.Gate == nil || d.Rollout.Gate.WaitingFor != clusterv1beta1.GateSettled ||
+		snap.Verdict.Reason != clusterv1beta1.ReasonGroupsCatchingUp {
+		return false
+	}
+	for _, g := range snap.Groups {
+		if g.Leader == "" {
+			return false
+		}
+		for _, m := range g.Members {
+			if !m.Current {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // storeBehind sums how many messages the stores of the stream members not
 // current are behind their leaders, as each member reports its own store
 // (observe.Member.StoreBehind); known is false when none reported one. A
@@ -92,8 +118,10 @@ func storeBehind(snap *observe.Snapshot) (behind uint64, known bool) {
 // (storeBehind: a member copying a stream) is timed the same way on the
 // stores. A lag that shrinks neither way is looked at every
 // catchUpStalledLook for catchUpStalledFast, then once a second, as
-// before. The budget: one look at catchUpFirstLook, then at most one look
-// per halving of the time left, or 40 looks more per stall (2 s at 50 ms).
+// before. The tail of a catch-up that no lag shows (catchUpTail) is
+// looked at as a stall. The budget: one look at catchUpFirstLook, then at
+// most one look per halving of the time left, or 40 looks more per stall
+// (2 s at 50 ms), and 40 more for the tail.
 type catchUps struct {
 	mu   sync.Mutex
 	last map[cache.ObjectName]lagSample
@@ -108,6 +136,9 @@ type lagSample struct {
 	// stalled is the first look since which the lag has not shrunk
 	// (zero while it shrinks).
 	stalled time.Time
+	// tail is a look at a catch-up's tail (catchUpTail), timed as a
+	// stall from its first look.
+	tail bool
 }
 
 func newCatchUps() *catchUps {
@@ -122,6 +153,20 @@ func (c *catchUps) next(key cache.ObjectName, d rollout.Decision, snap *observe.
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	prev, had := c.last[key]
+	if !ok && catchUpTail(d, snap) {
+		// Nothing left to time: looked at as a lag that does not
+		// shrink, every catchUpStalledLook for catchUpStalledFast from
+		// the tail's first look, then once a second.
+		since := now
+		if had && prev.tail {
+			since = prev.stalled
+		}
+		c.last[key] = lagSample{at: now, tail: true, stalled: since}
+		if now.Sub(since) < catchUpStalledFast {
+			return catchUpStalledLook, true
+		}
+		return inFlightRequeue, true
+	}
 	if !ok {
 		delete(c.last, key)
 		return 0, false

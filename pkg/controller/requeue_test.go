@@ -55,8 +55,9 @@ func TestRequeueAfter(t *testing.T) {
 // they will be current: every 50 ms within nearlyCurrentLag operations;
 // further behind, once after catchUpFirstLook, then at half the time the
 // rate between the last two looks leaves (at least 50 ms, at most a
-// second; a lag not shrinking, every 50 ms for 2 s, then a second).
-// Anything else is not this case.
+// second; a lag not shrinking, every 50 ms for 2 s, then a second). The
+// tail no lag shows (every member current, a /healthz still reporting a
+// catch-up) is looked at as a stall. Anything else is not this case.
 func TestACatchUpIsLookedAtWhenItShouldBeDone(t *testing.T) {
 	waitingOnSettled := rollout.Decision{Soon: true, Rollout: &clusterv1beta1.RolloutStatus{Gate: &clusterv1beta1.Gate{WaitingFor: clusterv1beta1.GateSettled}}}
 	catchingUpVerdict := observe.Verdict{Status: metav1.ConditionFalse, Reason: clusterv1beta1.ReasonGroupsCatchingUp}
@@ -83,7 +84,7 @@ func TestACatchUpIsLookedAtWhenItShouldBeDone(t *testing.T) {
 			[]observe.Group{group("demo-1", current("demo-0"), current("demo-1"), observe.Member{Name: "demo-2", Offline: true})}, false},
 		{"a group without a leader is not this case", waitingOnSettled, catchingUpVerdict,
 			[]observe.Group{group("", current("demo-0"), behind("demo-2", 1))}, false},
-		{"nothing behind (a server's /healthz or the meta leader unnamed closes it) is not this case", waitingOnSettled, catchingUpVerdict,
+		{"nothing behind (a server's /healthz or the meta leader unnamed closes it) is no lag to time: catchUpTail's case", waitingOnSettled, catchingUpVerdict,
 			[]observe.Group{group("demo-1", current("demo-0"), current("demo-1"))}, false},
 		{"a gate waiting on PodsReady is left to the pod's event",
 			rollout.Decision{Soon: true, Rollout: &clusterv1beta1.RolloutStatus{Gate: &clusterv1beta1.Gate{WaitingFor: clusterv1beta1.GatePodsReady}}}, catchingUpVerdict,
@@ -129,6 +130,25 @@ func TestACatchUpIsLookedAtWhenItShouldBeDone(t *testing.T) {
 		{"4,000 in 100 ms: 999 left, 25 ms at that rate, 50 ms at least", 3100 * time.Millisecond, 999, catchUpRequeue},
 		{"not shrinking again: a new stall, looked at soon", 3300 * time.Millisecond, 999, catchUpStalledLook},
 	})
+	// The tail: every member current, a server's /healthz still
+	// reporting the stream catching up.
+	tail := func(uint64) *observe.Snapshot {
+		return &observe.Snapshot{Verdict: catchingUpVerdict, Groups: []observe.Group{group("demo-1", current("demo-0"), current("demo-1"), current("demo-2"))}}
+	}
+	looks(tail, []look{
+		{"the tail, first seen: looked at as a stall", 3350 * time.Millisecond, 0, catchUpStalledLook},
+		{"the tail 1.9 s on", 5250 * time.Millisecond, 0, catchUpStalledLook},
+		{"the tail 2.05 s on: once a second", 3400*time.Millisecond + catchUpStalledFast, 0, inFlightRequeue},
+	})
+	looks(snap, []look{{"a lag again after the tail: looked at soon", 5500 * time.Millisecond, 40, catchUpRequeue}})
+	if _, remembered := c.last[key]; !remembered || c.last[key].tail {
+		t.Errorf("a lag after the tail is remembered as a tail: %+v", c.last[key])
+	}
+	looks(tail, []look{{"a new tail: its own stall", 5550 * time.Millisecond, 0, catchUpStalledLook}})
+	headless := &observe.Snapshot{Verdict: catchingUpVerdict, Groups: []observe.Group{group("", current("demo-0"), current("demo-1"))}}
+	if _, ok := c.next(key, waitingOnSettled, headless, t0.Add(5600*time.Millisecond)); ok {
+		t.Errorf("a group without a leader is no catch-up's tail")
+	}
 	if _, ok := c.next(key, rollout.Decision{}, snap(10), t0.Add(4*time.Second)); ok {
 		t.Errorf("a cluster no longer waiting is not looked at sooner")
 	}
