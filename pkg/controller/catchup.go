@@ -37,59 +37,40 @@ const catchUpStalledFast = 2 * time.Second
 // 0.27 s.
 const catchUpStalledLook = catchUpRequeue
 
-// catchingUp returns the largest lag of the members not current when a
-// step waits on Settled only for members catching up: the rollout waits on
-// GateSettled, the verdict is GroupsCatchingUp, every group has a leader,
-// and every member not current is online and has joined its group. ok is
-// false otherwise.
-func catchingUp(d rollout.Decision, snap *observe.Snapshot) (lag uint64, ok bool) {
+// catchUp reads a step that waits on Settled only for a catch-up: the
+// rollout waits on GateSettled, the verdict is GroupsCatchingUp, every
+// group has a leader, and every member not current is online and has
+// joined its group (ok false otherwise). behind says some member is not
+// current, and lag is the largest lag of those.
+func catchUp(d rollout.Decision, snap *observe.Snapshot) (lag uint64, behind, ok bool) {
 	if d.Rollout == nil || d.Rollout.Gate == nil || d.Rollout.Gate.WaitingFor != clusterv1beta1.GateSettled ||
 		snap.Verdict.Reason != clusterv1beta1.ReasonGroupsCatchingUp {
-		return 0, false
+		return 0, false, false
 	}
-	behind := false
 	for _, g := range snap.Groups {
 		if g.Leader == "" {
-			return 0, false
+			return 0, false, false
 		}
 		for _, m := range g.Members {
 			if m.Current {
 				continue
 			}
 			if m.Offline || m.Pending {
-				return 0, false
+				return 0, false, false
 			}
 			behind = true
 			lag = max(lag, m.Lag)
 		}
 	}
-	return lag, behind
+	return lag, behind, true
 }
 
-// catchUpTail says a step waits on Settled only for the tail of a catch-up
-// that no member's lag shows: the verdict is GroupsCatchingUp (a server's
-// /healthz still reports a stream or consumer catching up, or a server does
-// not name the meta leader yet) while every group has a leader and every
-// member is current. This tail can open the gate at any look (bench-rollout
-// run 22: a second from its start to the gate open, and the step came 0.97
-// s after the last closed look, the next look being the rollout's
-// once-a-second one).
-func catchUpTail(d rollout.Decision, snap *observe.Snapshot) bool {
-	if d.Rollout == nil || d.Rollout.Gate == nil || d.Rollout.Gate.WaitingFor != clusterv1beta1.GateSettled ||
-		snap.Verdict.Reason != clusterv1beta1.ReasonGroupsCatchingUp {
-		return false
-	}
-	for _, g := range snap.Groups {
-		if g.Leader == "" {
-			return false
-		}
-		for _, m := range g.Members {
-			if !m.Current {
-				return false
-			}
-		}
-	}
-	return true
+// catchingUp returns the largest lag of the members not current when a
+// step waits on Settled only for members catching up (catchUp, with some
+// member behind); ok is false otherwise.
+func catchingUp(d rollout.Decision, snap *observe.Snapshot) (lag uint64, ok bool) {
+	lag, behind, ok := catchUp(d, snap)
+	return lag, ok && behind
 }
 
 // storeBehind sums how many messages the stores of the stream members not
@@ -118,7 +99,7 @@ func storeBehind(snap *observe.Snapshot) (behind uint64, known bool) {
 // (storeBehind: a member copying a stream) is timed the same way on the
 // stores. A lag that shrinks neither way is looked at every
 // catchUpStalledLook for catchUpStalledFast, then once a second, as
-// before. The tail of a catch-up that no lag shows (catchUpTail) is
+// before. The tail of a catch-up that no lag shows (catchUp, every member current) is
 // looked at as a stall. The budget: one look at catchUpFirstLook, then at
 // most one look per halving of the time left, or 40 looks more per stall
 // (2 s at 50 ms), and 40 more for the tail.
@@ -136,7 +117,7 @@ type lagSample struct {
 	// stalled is the first look since which the lag has not shrunk
 	// (zero while it shrinks).
 	stalled time.Time
-	// tail is a look at a catch-up's tail (catchUpTail), timed as a
+	// tail is a look at a catch-up's tail (catchUp, every member current), timed as a
 	// stall from its first look.
 	tail bool
 }
@@ -149,11 +130,18 @@ func newCatchUps() *catchUps {
 // observation made at now; ok false when the step does not wait for members
 // catching up (what was remembered of key is forgotten).
 func (c *catchUps) next(key cache.ObjectName, d rollout.Decision, snap *observe.Snapshot, now time.Time) (time.Duration, bool) {
-	lag, ok := catchingUp(d, snap)
+	lag, behind, waits := catchUp(d, snap)
+	ok := waits && behind
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	prev, had := c.last[key]
-	if !ok && catchUpTail(d, snap) {
+	if waits && !behind {
+		// The tail of a catch-up that no member's lag shows: every member
+		// current, while a server's /healthz still reports a stream or
+		// consumer catching up, or a server does not name the meta leader
+		// yet. It can open the gate at any look (bench-rollout run 22: the
+		// step came 0.97 s after the last closed look, the next look being
+		// the rollout's once-a-second one).
 		// Nothing left to time: looked at as a lag that does not
 		// shrink, every catchUpStalledLook for catchUpStalledFast from
 		// the tail's first look, then once a second.

@@ -84,7 +84,7 @@ func TestACatchUpIsLookedAtWhenItShouldBeDone(t *testing.T) {
 			[]observe.Group{group("demo-1", current("demo-0"), current("demo-1"), observe.Member{Name: "demo-2", Offline: true})}, false},
 		{"a group without a leader is not this case", waitingOnSettled, catchingUpVerdict,
 			[]observe.Group{group("", current("demo-0"), behind("demo-2", 1))}, false},
-		{"nothing behind (a server's /healthz or the meta leader unnamed closes it) is no lag to time: catchUpTail's case", waitingOnSettled, catchingUpVerdict,
+		{"nothing behind (a server's /healthz or the meta leader unnamed closes it) is no lag to time: the tail's case (catchUps.next)", waitingOnSettled, catchingUpVerdict,
 			[]observe.Group{group("demo-1", current("demo-0"), current("demo-1"))}, false},
 		{"a gate waiting on PodsReady is left to the pod's event",
 			rollout.Decision{Soon: true, Rollout: &clusterv1beta1.RolloutStatus{Gate: &clusterv1beta1.Gate{WaitingFor: clusterv1beta1.GatePodsReady}}}, catchingUpVerdict,
