@@ -256,36 +256,86 @@ func (m *Metadata) StreamName() (string, error) {
 }
 
 // restoreAttempts is how many times Restore tries a stream whose restore
-// the server gave up on for want of chunks ("restore for stream '$G >
-// EVENTS' is stalled": none within its activity interval, 5 s). A stalled
-// restore creates no stream, so it is tried again from the start. Seen
-// once in CI, on a loaded 2-core machine: the server's answer to the
-// restore request itself carried the stall, before any chunk was sent.
+// failed in one of the two ways a retry gets past (retryable).
 const restoreAttempts = 3
 
 // Restore restores the backup in dir into the account of nc's user, under
 // the stream's own name. A stream of that name is ErrStreamExists unless
 // o.Overwrite, which deletes it first. Each chunk waits for the server's
 // acknowledgement before the next is sent; the server's answer to the
-// last says how it went. A restore the server reports stalled is tried
-// again, restoreAttempts times in all.
+// last says how it went. A restore that failed in a way a retry gets past
+// (retryable) is tried again, restoreAttempts times in all, after the
+// stream its failed attempt left is deleted.
 func Restore(ctx context.Context, nc *nats.Conn, dir string, o Options) (*Result, error) {
 	for attempt := 1; ; attempt++ {
 		res, err := restoreOnce(ctx, nc, dir, o)
-		if err == nil || attempt == restoreAttempts || !stalled(err) || ctx.Err() != nil {
+		if err == nil || attempt == restoreAttempts || !retryable(err) || ctx.Err() != nil {
 			if err != nil && attempt > 1 {
 				err = fmt.Errorf("%w (attempt %d of %d)", err, attempt, restoreAttempts)
 			}
 			return res, err
 		}
+		if derr := deleteFailedRestore(ctx, nc, dir, o); derr != nil {
+			return nil, fmt.Errorf("%w (attempt %d of %d); deleting the stream it left, to try again: %w", err, attempt, restoreAttempts, derr)
+		}
 	}
 }
 
-// stalled says whether err is the server giving up on a restore that
-// received no chunk in time.
-func stalled(err error) bool {
+// retryable says whether err is a restore the server gave up on in a way
+// another attempt gets past:
+//   - for want of chunks ("restore for stream '$G > EVENTS' is stalled":
+//     none within its activity interval, 5 s). Seen once in CI, on a loaded
+//     2-core machine: the server's answer to the restore request itself
+//     carried the stall, before any chunk was sent.
+//   - its stream's directory removed under it as it was made ("could not
+//     create storage directory - mkdir .../<account>/streams: no such file
+//     or directory"). Seen once in CI, in a migration's restore 8 s after
+//     the servers restarted with the new account. Read in nats-server
+//     2.15.2, not reproduced: it removes an account's store directory when
+//     empty in two places, as it enables JetStream for the account
+//     (Account.EnableJetStream makes the streams directory, removes it and
+//     the account's directory to check it can write there) and at start
+//     (configAllJetStreamAccounts); either on the server taking the
+//     restore, between its making the account's directory and the
+//     directory of streams in it, gives that error. Once the account is
+//     enabled there, a second attempt does not meet it.
+//
+// Both fail the restore before any message is stored in the account, so
+// what the failed attempt left is a stream made by that attempt, empty,
+// and deleting it loses nothing (deleteFailedRestore).
+func retryable(err error) bool {
 	var e *apiError
-	return errors.As(err, &e) && strings.Contains(e.Description, "is stalled")
+	if !errors.As(err, &e) {
+		return false
+	}
+	return strings.Contains(e.Description, "is stalled") ||
+		strings.Contains(e.Description, "could not create storage directory") && strings.Contains(e.Description, "no such file or directory")
+}
+
+// deleteFailedRestore deletes the stream a failed restore attempt left,
+// if any: nats-server keeps the stream of a failed restore in a cluster
+// for an explicit delete (jetstream_cluster.go, "Leave failed restore
+// assignments for explicit cleanup"), and the next attempt would find it
+// there. Only called after a retryable failure, which comes after the
+// attempt found no stream of that name (or deleted it, o.Overwrite), so
+// the stream is the attempt's own.
+func deleteFailedRestore(ctx context.Context, nc *nats.Conn, dir string, o Options) error {
+	meta, err := ReadMetadata(dir)
+	if err != nil {
+		return err
+	}
+	stream, err := meta.StreamName()
+	if err != nil {
+		return err
+	}
+	rctx, cancel := context.WithTimeout(ctx, o.timeout())
+	defer cancel()
+	err = request(rctx, nc, o.prefix()+".STREAM.DELETE."+stream, nil, nil)
+	var ae *apiError
+	if errors.As(err, &ae) && ae.ErrCode == 10059 { // stream not found: the attempt left none
+		return nil
+	}
+	return err
 }
 
 // restoreOnce is one attempt of Restore.

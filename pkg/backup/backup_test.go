@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -187,18 +189,11 @@ func TestSnapshotOfAMissingStreamLeavesNoBackup(t *testing.T) {
 	}
 }
 
-// In a cluster the subject a restore's chunks go to can be answered to
-// the client before the server's interest in it has reached the client's
-// server (measured: "no responders" on the first chunk of a restore into a
-// named account of a 3-server cluster). Here a stand-in for the restore
-// API on a real server answers with its subject 300 ms before it
-// subscribes to it: the restore sends the first chunk again until it is
-// taken, and every chunk arrives once.
-func TestRestoreWaitsForInterestInItsChunks(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	s := startServer(t, "")
-	nc, js := connect(t, s)
+// ordersBackup starts a server, stores 100 messages in stream ORDERS and
+// backs it up into a directory, for a stand-in of the restore API to take.
+func ordersBackup(ctx context.Context, t *testing.T) (*nats.Conn, string, *backup.Result) {
+	t.Helper()
+	nc, js := connect(t, startServer(t, ""))
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -212,6 +207,20 @@ func TestRestoreWaitsForInterestInItsChunks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return nc, dir, res
+}
+
+// In a cluster the subject a restore's chunks go to can be answered to
+// the client before the server's interest in it has reached the client's
+// server (measured: "no responders" on the first chunk of a restore into a
+// named account of a 3-server cluster). Here a stand-in for the restore
+// API on a real server answers with its subject 300 ms before it
+// subscribes to it: the restore sends the first chunk again until it is
+// taken, and every chunk arrives once.
+func TestRestoreWaitsForInterestInItsChunks(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	nc, dir, res := ordersBackup(ctx, t)
 
 	const api = "FAKE.API"
 	var got, chunks atomic.Int64
@@ -261,5 +270,100 @@ func TestRestoreWaitsForInterestInItsChunks(t *testing.T) {
 	t.Logf("restored %+v in %d chunks, %v after the restore began", restored.State, chunks.Load(), time.Since(start).Round(time.Millisecond))
 	if got.Load() != res.DataBytes || restored.DataBytes != res.DataBytes || restored.State.Messages != 100 {
 		t.Fatalf("the stand-in received %d bytes, the restore reports %d, the snapshot had %d", got.Load(), restored.DataBytes, res.DataBytes)
+	}
+}
+
+// A restore whose stream's directory nats-server removed as the stream
+// was made (seen in CI in a migration's restore, right after the servers
+// restarted with the new account) is tried again: the stream the failed
+// attempt left, which nats-server keeps in a cluster for an explicit
+// delete, is deleted first, and the second attempt restores every byte.
+// Another storage error is not tried again and nothing is deleted. Here a
+// stand-in for the restore API on a real server answers the first
+// attempt's end with the error as CI saw it.
+func TestARestoreWhoseDirectoryWasRemovedUnderItIsTriedAgain(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	nc, dir, res := ordersBackup(ctx, t)
+
+	for _, tc := range []struct {
+		name, failure string
+		wantErr       bool
+	}{
+		{"directory removed", "no such file or directory", false},
+		{"disk full", "no space left on device", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			api := "FAKE" + strings.ReplaceAll(tc.name, " ", "")
+			var mu sync.Mutex
+			var log []string // what the stand-in was asked, in order
+			exists, attempts := false, 0
+			var got int64
+			answer := func(m *nats.Msg, body string) {
+				if err := m.Respond([]byte(body)); err != nil {
+					t.Error(err)
+				}
+			}
+			sub, err := nc.Subscribe(api+".>", func(m *nats.Msg) {
+				mu.Lock()
+				defer mu.Unlock()
+				switch m.Subject {
+				case api + ".STREAM.INFO.ORDERS":
+					log = append(log, "info")
+					if exists {
+						answer(m, `{"config":{"name":"ORDERS"}}`)
+					} else {
+						answer(m, `{"error":{"code":404,"err_code":10059,"description":"stream not found"}}`)
+					}
+				case api + ".STREAM.DELETE.ORDERS":
+					log = append(log, "delete")
+					exists = false
+					answer(m, `{"success":true}`)
+				case api + ".STREAM.RESTORE.ORDERS":
+					log = append(log, "restore")
+					attempts++
+					exists, got = true, 0
+					answer(m, `{"deliver_subject":"`+api+`.CHUNKS"}`)
+				case api + ".CHUNKS":
+					if len(m.Data) > 0 {
+						got += int64(len(m.Data))
+						answer(m, "")
+						return
+					}
+					if attempts == 1 {
+						answer(m, `{"error":{"code":500,"err_code":10062,"description":"restore failed: error adding stream: could not create storage directory - mkdir /data/jetstream/jetstream/ACC/streams: `+tc.failure+` (10077)"}}`)
+						return
+					}
+					answer(m, `{"state":{"messages":100,"last_seq":100}}`)
+				}
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sub.Unsubscribe()
+
+			restored, err := backup.Restore(ctx, nc, dir, backup.Options{APIPrefix: api, ChunkSize: 1024, Timeout: 5 * time.Second})
+			mu.Lock()
+			defer mu.Unlock()
+			t.Logf("asked %v; %v", log, err)
+			if tc.wantErr {
+				if err == nil || !strings.Contains(err.Error(), tc.failure) {
+					t.Fatalf("restore after %q: %v, want that error", tc.failure, err)
+				}
+				if want := "info restore"; strings.Join(log, " ") != want {
+					t.Fatalf("asked %v, want %s: nothing tried again or deleted", log, want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("restore whose directory was removed under it once: %v", err)
+			}
+			if want := "info restore delete info restore"; strings.Join(log, " ") != want {
+				t.Fatalf("asked %v, want %s", log, want)
+			}
+			if got != res.DataBytes || restored.DataBytes != res.DataBytes || restored.State.Messages != 100 {
+				t.Fatalf("the second attempt sent %d bytes, the restore reports %d, the snapshot had %d", got, restored.DataBytes, res.DataBytes)
+			}
+		})
 	}
 }
