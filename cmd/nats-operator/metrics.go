@@ -8,18 +8,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apiserver/pkg/authentication/authenticator"
-	"k8s.io/apiserver/pkg/authentication/authenticatorfactory"
-	"k8s.io/apiserver/pkg/authorization/authorizer"
-	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
+	"github.com/nats-operator/nats-operator/internal/apiauth"
 	"github.com/nats-operator/nats-operator/internal/pki"
 )
 
@@ -32,7 +27,7 @@ const (
 
 // metricsServer serves /metrics on addr. Secure (the default), it is
 // HTTPS and each request is authenticated and authorized by the API
-// server, as Kubernetes components delegate it (k8s.io/apiserver): the
+// server, as Kubernetes components delegate it (internal/apiauth): the
 // bearer token by a TokenReview, then `get` on the non-resource URL
 // /metrics by a SubjectAccessReview (the ClusterRole
 // nats-operator-metrics-reader grants it). 401 without a valid token, 403
@@ -48,26 +43,8 @@ func metricsServer(addr string, secure bool, certDir string, kube kubernetes.Int
 		mux.Handle("/metrics", metrics)
 		return s, nil
 	}
-	backoff := &wait.Backoff{Duration: 500 * time.Millisecond, Factor: 1.5, Jitter: 0.2, Steps: 5}
-	authn, _, err := authenticatorfactory.DelegatingAuthenticatorConfig{
-		TokenAccessReviewClient:  kube.AuthenticationV1(),
-		TokenAccessReviewTimeout: 10 * time.Second,
-		WebhookRetryBackoff:      backoff,
-		CacheTTL:                 time.Minute,
-	}.New()
-	if err != nil {
-		return nil, fmt.Errorf("the metrics authenticator: %w", err)
-	}
-	authz, err := authorizerfactory.DelegatingAuthorizerConfig{
-		SubjectAccessReviewClient: kube.AuthorizationV1(),
-		AllowCacheTTL:             time.Minute,
-		DenyCacheTTL:              10 * time.Second,
-		WebhookRetryBackoff:       backoff,
-	}.New()
-	if err != nil {
-		return nil, fmt.Errorf("the metrics authorizer: %w", err)
-	}
-	mux.Handle("/metrics", withAuthnAuthz(authn, authz, metrics))
+	reviews := apiauth.New(kube.AuthenticationV1().TokenReviews(), kube.AuthorizationV1().SubjectAccessReviews(), apiauth.DefaultOptions())
+	mux.Handle("/metrics", reviews.Filter(metrics))
 	certs := &servingCert{dir: certDir}
 	if _, err := certs.get(time.Now()); err != nil {
 		return nil, fmt.Errorf("the metrics serving certificate: %w", err)
@@ -79,35 +56,6 @@ func metricsServer(addr string, secure bool, certDir string, kube kubernetes.Int
 		},
 	}
 	return s, nil
-}
-
-// withAuthnAuthz lets a request through to next once the API server
-// authenticated its bearer token and authorized its verb on its path.
-func withAuthnAuthz(authn authenticator.Request, authz authorizer.Authorizer, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		logger := klog.FromContext(r.Context()).WithValues("remote", r.RemoteAddr, "path", r.URL.Path)
-		res, ok, err := authn.AuthenticateRequest(r)
-		if err != nil || !ok {
-			logger.V(4).Info("Metrics request not authenticated", "err", err)
-			http.Error(w, "Unauthorized", http.StatusUnauthorized)
-			return
-		}
-		attrs := authorizer.AttributesRecord{
-			User: res.User, Verb: strings.ToLower(r.Method), Path: r.URL.Path, ResourceRequest: false,
-		}
-		decision, reason, err := authz.Authorize(r.Context(), attrs)
-		if err != nil {
-			logger.Error(err, "Authorizing a metrics request", "user", res.User.GetName())
-			http.Error(w, "authorization failed", http.StatusInternalServerError)
-			return
-		}
-		if decision != authorizer.DecisionAllow {
-			logger.V(4).Info("Metrics request denied: not authorized", "user", res.User.GetName(), "reason", reason)
-			http.Error(w, fmt.Sprintf("Forbidden (user=%s, verb=%s, path=%s)", res.User.GetName(), attrs.Verb, attrs.Path), http.StatusForbidden)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
 }
 
 // servingCert is the metrics server's certificate: dir's files (re-read
