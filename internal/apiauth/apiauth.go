@@ -55,12 +55,8 @@ type Reviewer struct {
 	access authorizationclient.SubjectAccessReviewInterface
 	opts   Options
 
-	authn cache[authnAnswer]
+	authn cache[*User] // nil: not authenticated
 	authz cache[bool]
-}
-
-type authnAnswer struct {
-	user *User // nil: not authenticated
 }
 
 // New returns a Reviewer that asks through these clients.
@@ -69,7 +65,7 @@ func New(tokens authenticationclient.TokenReviewInterface, access authorizationc
 		opts.Now = time.Now
 	}
 	return &Reviewer{tokens: tokens, access: access, opts: opts,
-		authn: cache[authnAnswer]{max: opts.MaxEntries, m: map[[32]byte]entry[authnAnswer]{}},
+		authn: cache[*User]{max: opts.MaxEntries, m: map[[32]byte]entry[*User]{}},
 		authz: cache[bool]{max: opts.MaxEntries, m: map[[32]byte]entry[bool]{}}}
 }
 
@@ -78,8 +74,8 @@ func New(tokens authenticationclient.TokenReviewInterface, access authorizationc
 func (r *Reviewer) Authenticate(ctx context.Context, token string) (*User, error) {
 	key := sha256.Sum256([]byte(token))
 	now := r.opts.Now()
-	if a, ok := r.authn.get(key, now); ok {
-		return a.user, nil
+	if u, ok := r.authn.get(key, now); ok {
+		return u, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
 	defer cancel()
@@ -87,13 +83,12 @@ func (r *Reviewer) Authenticate(ctx context.Context, token string) (*User, error
 	if err != nil {
 		return nil, fmt.Errorf("TokenReview: %w", err)
 	}
-	var a authnAnswer
-	if tr.Status.Authenticated && tr.Status.Error == "" {
-		u := tr.Status.User
-		a.user = &User{Name: u.Username, UID: u.UID, Groups: u.Groups, Extra: u.Extra}
+	var u *User
+	if st := tr.Status; st.Authenticated && st.Error == "" {
+		u = &User{Name: st.User.Username, UID: st.User.UID, Groups: st.User.Groups, Extra: st.User.Extra}
 	}
-	r.authn.put(key, a, now.Add(r.opts.AuthnTTL), now)
-	return a.user, nil
+	r.authn.put(key, u, now.Add(r.opts.AuthnTTL), now)
+	return u, nil
 }
 
 // Authorize says whether u may verb the non-resource URL path, and the

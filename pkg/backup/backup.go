@@ -267,15 +267,23 @@ const restoreAttempts = 3
 // (retryable) is tried again, restoreAttempts times in all, after the
 // stream its failed attempt left is deleted.
 func Restore(ctx context.Context, nc *nats.Conn, dir string, o Options) (*Result, error) {
+	meta, err := ReadMetadata(dir)
+	if err != nil {
+		return nil, err
+	}
+	stream, err := meta.StreamName()
+	if err != nil {
+		return nil, err
+	}
 	for attempt := 1; ; attempt++ {
-		res, err := restoreOnce(ctx, nc, dir, o)
+		res, err := restoreOnce(ctx, nc, dir, meta, stream, o)
 		if err == nil || attempt == restoreAttempts || !retryable(err) || ctx.Err() != nil {
 			if err != nil && attempt > 1 {
 				err = fmt.Errorf("%w (attempt %d of %d)", err, attempt, restoreAttempts)
 			}
 			return res, err
 		}
-		if derr := deleteFailedRestore(ctx, nc, dir, o); derr != nil {
+		if derr := deleteFailedRestore(ctx, nc, stream, o); derr != nil {
 			return nil, fmt.Errorf("%w (attempt %d of %d); deleting the stream it left, to try again: %w", err, attempt, restoreAttempts, derr)
 		}
 	}
@@ -319,18 +327,8 @@ func retryable(err error) bool {
 // there. Only called after a retryable failure, which comes after the
 // attempt found no stream of that name (or deleted it, o.Overwrite), so
 // the stream is the attempt's own.
-func deleteFailedRestore(ctx context.Context, nc *nats.Conn, dir string, o Options) error {
-	meta, err := ReadMetadata(dir)
-	if err != nil {
-		return err
-	}
-	stream, err := meta.StreamName()
-	if err != nil {
-		return err
-	}
-	rctx, cancel := context.WithTimeout(ctx, o.timeout())
-	defer cancel()
-	err = request(rctx, nc, o.prefix()+".STREAM.DELETE."+stream, nil, nil)
+func deleteFailedRestore(ctx context.Context, nc *nats.Conn, stream string, o Options) error {
+	err := deleteStream(ctx, nc, stream, o)
 	var ae *apiError
 	if errors.As(err, &ae) && ae.ErrCode == 10059 { // stream not found: the attempt left none
 		return nil
@@ -338,16 +336,15 @@ func deleteFailedRestore(ctx context.Context, nc *nats.Conn, dir string, o Optio
 	return err
 }
 
+// deleteStream deletes a stream of nc's account.
+func deleteStream(ctx context.Context, nc *nats.Conn, stream string, o Options) error {
+	rctx, cancel := context.WithTimeout(ctx, o.timeout())
+	defer cancel()
+	return request(rctx, nc, o.prefix()+".STREAM.DELETE."+stream, nil, nil)
+}
+
 // restoreOnce is one attempt of Restore.
-func restoreOnce(ctx context.Context, nc *nats.Conn, dir string, o Options) (*Result, error) {
-	meta, err := ReadMetadata(dir)
-	if err != nil {
-		return nil, err
-	}
-	stream, err := meta.StreamName()
-	if err != nil {
-		return nil, err
-	}
+func restoreOnce(ctx context.Context, nc *nats.Conn, dir string, meta *Metadata, stream string, o Options) (*Result, error) {
 	exists, err := streamExists(ctx, nc, stream, o)
 	if err != nil {
 		return nil, err
@@ -356,10 +353,7 @@ func restoreOnce(ctx context.Context, nc *nats.Conn, dir string, o Options) (*Re
 		if !o.Overwrite {
 			return nil, fmt.Errorf("restoring stream %s: %w", stream, ErrStreamExists)
 		}
-		rctx, cancel := context.WithTimeout(ctx, o.timeout())
-		err := request(rctx, nc, o.prefix()+".STREAM.DELETE."+stream, nil, nil)
-		cancel()
-		if err != nil {
+		if err := deleteStream(ctx, nc, stream, o); err != nil {
 			return nil, fmt.Errorf("deleting stream %s to restore over it: %w", stream, err)
 		}
 	}

@@ -150,10 +150,7 @@ func (c *catchUps) next(key cache.ObjectName, d rollout.Decision, snap *observe.
 			since = prev.stalled
 		}
 		c.last[key] = lagSample{at: now, tail: true, stalled: since}
-		if now.Sub(since) < catchUpStalledFast {
-			return catchUpStalledLook, true
-		}
-		return inFlightRequeue, true
+		return stalledLook(since, now), true
 	}
 	if !ok {
 		delete(c.last, key)
@@ -180,10 +177,16 @@ func (c *catchUps) next(key cache.ObjectName, d rollout.Decision, snap *observe.
 	}
 	cur.stalled = since
 	c.last[key] = cur
+	return stalledLook(since, now), true
+}
+
+// stalledLook is when to look again at a catch-up stalled since since:
+// every catchUpStalledLook for catchUpStalledFast, then once a second.
+func stalledLook(since, now time.Time) time.Duration {
 	if now.Sub(since) < catchUpStalledFast {
-		return catchUpStalledLook, true
+		return catchUpStalledLook
 	}
-	return inFlightRequeue, true
+	return inFlightRequeue
 }
 
 // halfTheTimeLeft is half the time the distance left takes at the rate
