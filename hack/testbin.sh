@@ -5,8 +5,18 @@
 # the Go version, and prints the directory that holds them. A marker file is written last, so
 # a half-finished build is never trusted; a warm cache is reused as it is.
 #
-#   hack/testbin.sh control-plane   -> dir with etcd, kube-apiserver, kube-controller-manager, kubectl
+#   hack/testbin.sh control-plane   -> dir with etcd, kube-apiserver, kube-controller-manager, kubectl,
+#                                      and the real node's kubelet, kube-proxy and
+#                                      kube-scheduler (hack/realnode.sh): one go
+#                                      build, so their packages compile once
+#   hack/testbin.sh node            -> dir with the real node's binaries but the
+#                                      kubelet (in control-plane): containerd,
+#                                      containerd-shim-runc-v2, ctr, pause,
+#                                      coredns (hack/coredns), kube-router
 #   hack/testbin.sh nats [VERSION]  -> dir with nats-server (default v2.15.2)
+#   hack/testbin.sh nats-static [VERSION]
+#                                   -> dir with nats-server built with
+#                                      CGO_ENABLED=0, for container images
 #   hack/testbin.sh cert-manager    -> dir with cert-manager-controller and crds/*.yaml
 #   hack/testbin.sh exporter        -> dir with prometheus-nats-exporter (0.20.1),
 #                                      built from third_party/prometheus-nats-exporter
@@ -17,13 +27,17 @@
 #
 # Environment: KUBE_VERSION (v1.37.2), ETCD_VERSION (v3.6.16),
 # NATS_SERVER_VERSION (v2.15.2), CERT_MANAGER_VERSION (v1.21.2),
-# NATS_OPERATOR_CACHE (cache root).
+# CONTAINERD_VERSION (v2.4.2), COREDNS_VERSION (v1.15.0),
+# KUBE_ROUTER_VERSION (v2.1.0), NATS_OPERATOR_CACHE (cache root).
 set -euo pipefail
 
 KUBE_VERSION="${KUBE_VERSION:-v1.37.2}"
 ETCD_VERSION="${ETCD_VERSION:-v3.6.16}"
 NATS_SERVER_VERSION="${NATS_SERVER_VERSION:-v2.15.2}"
 CERT_MANAGER_VERSION="${CERT_MANAGER_VERSION:-v1.21.2}"
+CONTAINERD_VERSION="${CONTAINERD_VERSION:-v2.4.2}"
+COREDNS_VERSION="${COREDNS_VERSION:-v1.15.0}"
+KUBE_ROUTER_VERSION="${KUBE_ROUTER_VERSION:-v2.1.0}"
 # The exporter is built from the source vendored in the repository, so its
 # version is that of the source, not a choice.
 EXPORTER_VERSION="0.20.1"
@@ -51,11 +65,40 @@ claim() {
   flock 9
 }
 
+# quiet CMD... runs CMD, showing its output (go get's downloads) only when
+# it fails.
+quiet() {
+  local out
+  if ! out="$("$@" 2>&1)"; then
+    printf '%s\n' "$out" >&2
+    return 1
+  fi
+}
+
+# says TEXT CMD... succeeds when CMD succeeds and its output (stdout and
+# stderr, between two newlines) has TEXT.
+says() {
+  local want="$1" out; shift
+  if out="$("$@" 2>&1)" && [[ $'\n'"$out"$'\n' == *"$want"* ]]; then
+    return
+  fi
+  log "$* does not say ${want}: $out"
+  return 1
+}
+
+# scratch_module DIR MODULE VERSION makes DIR a module that requires
+# MODULE@VERSION, for building that module's commands with the versions its
+# go.mod picks.
+scratch_module() {
+  mkdir -p "$1"
+  (cd "$1" && quiet "$GO" mod init "testbin/${1##*/}" && quiet "$GO" get "$2@$3")
+}
+
 # staging version: v1.37.2 -> v0.37.2
 staging_version() { echo "v0.${1#v1.}"; }
 
 build_control_plane() {
-  local dir="$CACHE_ROOT/control-plane-${KUBE_VERSION}-etcd-${ETCD_VERSION}-${GOVERSION}"
+  local dir="$CACHE_ROOT/control-plane-node-${KUBE_VERSION}-etcd-${ETCD_VERSION}-${GOVERSION}"
   built "$dir" && return
   claim "$dir"
   built "$dir" && return
@@ -93,6 +136,9 @@ import (
 	_ "k8s.io/kubernetes/cmd/kube-apiserver"
 	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
 	_ "k8s.io/kubernetes/cmd/kubectl"
+	_ "k8s.io/kubernetes/cmd/kubelet"
+	_ "k8s.io/kubernetes/cmd/kube-proxy"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler"
 )
 GO
     "$GO" mod tidy -e >/dev/null 2>&1 || true
@@ -102,9 +148,11 @@ GO
     for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
       ld="$ld -X $p.gitVersion=${KUBE_VERSION} -X $p.gitMajor=1 -X $p.gitMinor=${minor} -X $p.gitTreeState=clean"
     done
-    # One go build for the three: their links run side by side.
+    # One go build for all: their links run side by side. The kubelet,
+    # kube-scheduler and kube-proxy are the real node's (hack/realnode.sh).
     "$GO" build -trimpath -ldflags "$ld" -o "$dir.tmp/" k8s.io/kubernetes/cmd/kube-apiserver \
-      k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kubectl
+      k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kubectl \
+      k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy k8s.io/kubernetes/cmd/kube-scheduler
   )
   wait "$etcd_pid" || { log "building etcd ${ETCD_VERSION} failed"; exit 1; }
   rm -rf "$dir" && mv "$dir.tmp" "$dir"
@@ -125,6 +173,126 @@ build_nats() {
   GOBIN="$dir.tmp" "$GO" install -trimpath -ldflags "-s -w" "github.com/nats-io/nats-server/v2@${v}"
   rm -rf "$dir" && mv "$dir.tmp" "$dir"
   touch "$dir/.complete"
+  echo "$dir"
+}
+
+# build_nats_static: nats-server as build_nats builds it, with
+# CGO_ENABLED=0, so it is linked statically and runs in an image FROM
+# scratch (hack/nodeimage).
+build_nats_static() {
+  local v="${1:-$NATS_SERVER_VERSION}"
+  case "$v" in v*) ;; *) v="v$v" ;; esac
+  local dir="$CACHE_ROOT/nats-server-static-${v}-${GOVERSION}"
+  built "$dir" && return
+  claim "$dir"
+  built "$dir" && return
+  log "building nats-server ${v} (CGO_ENABLED=0) into $dir"
+  rm -rf "$dir.tmp" && mkdir -p "$dir.tmp"
+  GOBIN="$dir.tmp" CGO_ENABLED=0 "$GO" install -trimpath -ldflags "-s -w" "github.com/nats-io/nats-server/v2@${v}"
+  rm -rf "$dir" && mv "$dir.tmp" "$dir"
+  touch "$dir/.complete"
+  echo "$dir"
+}
+
+# node: the binaries of a real node but the kubelet, kube-proxy and
+# kube-scheduler (control-plane builds those with the other kubernetes
+# commands). Each is built as its upstream release is, statically
+# (CGO_ENABLED=0, which also leaves out containerd's btrfs snapshotter, the
+# one piece that needs cgo):
+#   containerd, ctr, containerd-shim-runc-v2  containerd's cmd/... with its
+#       Makefile's build tags, its version set;
+#   pause    build/pause/linux/pause.c of the kubernetes module zip, as
+#            build/pause/Makefile compiles it (gcc -static);
+#   coredns  hack/coredns (CoreDNS with only the cluster DNS's plugins);
+#   kube-router  cmd/kube-router, its version set.
+# The Go builds run side by side, each in its own scratch module, so one's
+# downloads and links overlap another's compiles. The key has a hash of
+# hack/coredns/main.go, so an edited main is never taken for the cached
+# build.
+build_node() {
+  local coredns_main="$REPO_ROOT/hack/coredns/main.go"
+  local key; key="$(sha256sum <"$coredns_main" | cut -c1-12)"
+  local dir="$CACHE_ROOT/node-containerd-${CONTAINERD_VERSION}-coredns-${COREDNS_VERSION}-${key}-kube-router-${KUBE_ROUTER_VERSION}-pause-${KUBE_VERSION}-${GOVERSION}"
+  built "$dir" && return
+  claim "$dir"
+  built "$dir" && return
+  log "building containerd ${CONTAINERD_VERSION}, pause (kubernetes ${KUBE_VERSION}), coredns ${COREDNS_VERSION} and kube-router ${KUBE_ROUTER_VERSION} into $dir (with a cold Go build cache: about 11 minutes on 2 busy cores)"
+  local begin=$SECONDS
+  local work; work="$(mktemp -d)"
+  trap 'rm -rf "$work"' RETURN
+  rm -rf "$dir.tmp" && mkdir -p "$dir.tmp"
+  (
+    local t=$SECONDS pkg=github.com/containerd/containerd/v2
+    scratch_module "$work/containerd" "$pkg" "$CONTAINERD_VERSION"
+    cd "$work/containerd"
+    local ld="-s -w -X $pkg/version.Version=${CONTAINERD_VERSION} -X $pkg/version.Package=$pkg"
+    # The Makefile's tags: urfave_cli_no_docs for all, no_grpc for the shim.
+    CGO_ENABLED=0 "$GO" build -trimpath -tags urfave_cli_no_docs -ldflags "$ld" -o "$dir.tmp/" \
+      "$pkg/cmd/containerd" "$pkg/cmd/ctr"
+    CGO_ENABLED=0 "$GO" build -trimpath -tags "urfave_cli_no_docs no_grpc" -ldflags "$ld" -o "$dir.tmp/" \
+      "$pkg/cmd/containerd-shim-runc-v2"
+    log "built containerd ${CONTAINERD_VERSION} in $((SECONDS - t)) s"
+  ) &
+  local containerd_pid=$!
+  (
+    local t=$SECONDS
+    scratch_module "$work/coredns" github.com/coredns/coredns "$COREDNS_VERSION"
+    cd "$work/coredns"
+    cp "$coredns_main" main.go
+    # As a file: its build constraint (ignore) keeps it out of the main
+    # module, and a file named on the command line is built regardless.
+    CGO_ENABLED=0 "$GO" build -trimpath -ldflags "-s -w" -o "$dir.tmp/coredns" main.go
+    log "built coredns ${COREDNS_VERSION} in $((SECONDS - t)) s"
+  ) &
+  local coredns_pid=$!
+  (
+    local t=$SECONDS pkg=github.com/cloudnativelabs/kube-router/v2
+    scratch_module "$work/kube-router" "$pkg" "$KUBE_ROUTER_VERSION"
+    cd "$work/kube-router"
+    # BuildDate: the tag's, as the module proxy dates the version.
+    local date
+    date="$("$GO" list -m -f '{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}' "$pkg@${KUBE_ROUTER_VERSION}")"
+    CGO_ENABLED=0 "$GO" build -trimpath \
+      -ldflags "-s -w -X $pkg/pkg/version.Version=${KUBE_ROUTER_VERSION} -X $pkg/pkg/version.BuildDate=${date}" \
+      -o "$dir.tmp/kube-router" "$pkg/cmd/kube-router"
+    log "built kube-router ${KUBE_ROUTER_VERSION} in $((SECONDS - t)) s"
+  ) &
+  local kube_router_pid=$!
+  # pause: a second of gcc, beside the Go builds. Its version is the
+  # Makefile's: v<TAG>-<the kubernetes tag>.
+  (
+    local t=$SECONDS src
+    src="$(cd "$work" && "$GO" mod download -json "k8s.io/kubernetes@${KUBE_VERSION}" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')/build/pause"
+    local tag; tag="$(sed -n 's/^TAG ?= *//p' "$src/Makefile")"
+    gcc -Os -Wall -Werror -static -s -DVERSION="v${tag}-${KUBE_VERSION}" -o "$dir.tmp/pause" "$src/linux/pause.c"
+    log "built pause v${tag} in $((SECONDS - t)) s"
+  ) &
+  local pause_pid=$!
+  local failed=()
+  wait "$pause_pid" || failed+=("pause")
+  wait "$containerd_pid" || failed+=("containerd ${CONTAINERD_VERSION}")
+  wait "$coredns_pid" || failed+=("coredns ${COREDNS_VERSION}")
+  wait "$kube_router_pid" || failed+=("kube-router ${KUBE_ROUTER_VERSION}")
+  # Each runs, and says the version it was built as; coredns has the
+  # kubernetes plugin.
+  if (( ${#failed[@]} == 0 )); then
+    says " ${CONTAINERD_VERSION} " "$dir.tmp/containerd" --version &&
+      says " ${CONTAINERD_VERSION}" "$dir.tmp/ctr" --version &&
+      says "${CONTAINERD_VERSION}" "$dir.tmp/containerd-shim-runc-v2" -v &&
+      says "-${KUBE_VERSION}" "$dir.tmp/pause" -v &&
+      says "CoreDNS-${COREDNS_VERSION#v}" "$dir.tmp/coredns" -version &&
+      says $'\nkubernetes\n' "$dir.tmp/coredns" -plugins &&
+      says "version ${KUBE_ROUTER_VERSION}," "$dir.tmp/kube-router" --version ||
+      failed+=("a check of what was built")
+  fi
+  if (( ${#failed[@]} > 0 )); then
+    log "building the node's binaries failed: ${failed[*]}"
+    rm -rf "$work"
+    exit 1
+  fi
+  rm -rf "$dir" && mv "$dir.tmp" "$dir"
+  touch "$dir/.complete"
+  log "built the node's binaries in $((SECONDS - begin)) s"
   echo "$dir"
 }
 
@@ -205,9 +373,11 @@ build_exporter() {
 
 case "${1:-all}" in
   control-plane) build_control_plane ;;
+  node) build_node ;;
   nats) build_nats "${2:-}" ;;
+  nats-static) build_nats_static "${2:-}" ;;
   cert-manager) build_cert_manager ;;
   exporter) build_exporter ;;
   all) build_control_plane; build_nats; build_exporter ;;
-  *) echo "usage: $0 [control-plane|nats [VERSION]|cert-manager|exporter|all]" >&2; exit 2 ;;
+  *) echo "usage: $0 [control-plane|node|nats [VERSION]|nats-static [VERSION]|cert-manager|exporter|all]" >&2; exit 2 ;;
 esac

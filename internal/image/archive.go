@@ -33,6 +33,12 @@ const (
 // the same image gives the same file. The file is written whole or not at
 // all.
 func WriteArchive(file string, img v1.Image, tag string) (v1.Hash, error) {
+	return WriteArchiveAs(file, img, Repository, tag)
+}
+
+// WriteArchiveAs is WriteArchive for an image of another repository
+// (hack/nodeimage's): index.json names it repository:tag.
+func WriteArchiveAs(file string, img v1.Image, repository, tag string) (v1.Hash, error) {
 	digest, err := img.Digest()
 	if err != nil {
 		return v1.Hash{}, err
@@ -54,7 +60,7 @@ func WriteArchive(file string, img v1.Image, tag string) (v1.Hash, error) {
 			Digest:    digest,
 			Annotations: map[string]string{
 				AnnotationRefName:   tag,
-				AnnotationImageName: Repository + ":" + tag,
+				AnnotationImageName: repository + ":" + tag,
 			},
 		}},
 	})
