@@ -19,8 +19,12 @@
 #      priority is raised when the control plane is built, and go test
 #      starts once cert-manager is built (tests that use it have deadlines);
 #   4. (nice) the generated-code check, go vet, then the checks of the
-#      checking scripts themselves.
-# Lines 2-4 print their output when line 1 ends; any failure fails the run.
+#      checking scripts themselves;
+#   5. (nice) the real node's binaries, packages and test binary; once go
+#      test has ended, hack/realnode.sh runs test/realnode on the real
+#      node (alone: its kubelet, containerd and servers would otherwise
+#      share the 2 CPUs with go test's).
+# Lines 2-5 print their output when line 1 ends; any failure fails the run.
 # Measured cold (empty module, build and test-bed caches) with the four
 # lines at one priority: 63 minutes, the control plane starved to 46; see
 # the README for the timings of this layout.
@@ -113,6 +117,23 @@ nice -n 19 bash -c '
 checks_pid=$!
 set -e
 
+# Line 5: (nice) the real node's binaries (containerd, CoreDNS,
+# kube-router, pause; the kubelet, kube-proxy and kube-scheduler come with
+# the control plane), the static nats-server of its images, its Debian
+# packages, and the real-node suite's test binary: nothing waits for them
+# until go test ends.
+nice -n 19 bash -c '
+  set -e
+  start=$SECONDS
+  bash hack/node-packages.sh
+  bash hack/testbin.sh node >/dev/null
+  bash hack/testbin.sh nats-static 2.15.2 >/dev/null
+  bash hack/testbin.sh nats-static 2.15.1 >/dev/null
+  go test -c -o "'"$report_dir"'/realnode.test" ./test/realnode
+  echo "(the real node'"'"'s build took $((SECONDS - start)) s)"
+' > "$report_dir/realnode-build.out" 2>&1 &
+realnode_build_pid=$!
+
 # Line 1: the control plane, then go test.
 phase "test-bed binaries: etcd, kube-apiserver, kube-controller-manager, kubectl"
 bash hack/testbin.sh control-plane
@@ -147,13 +168,33 @@ phase "go test"
 # scenario is waiting on nats-server and the controller; measured on 2
 # cores: e2e 623 s at 4).
 set +e
-go test $(go list ./... | grep -v '/pkg/rollout/matrix$') -json -count=1 -timeout 60m \
+go test $(go list ./... | grep -v -e '/pkg/rollout/matrix$' -e '/test/realnode$') -json -count=1 -timeout 60m \
   -parallel "${GOTEST_PARALLEL:-4}" ${GOTEST_FLAGS:-} |
   "$report_dir/testreport" -summary=false -json "$report_dir/test.json"
 rc=$?
 phase "go test ended"
 failed=()
 [[ $rc == 0 ]] || failed+=("go test")
+
+# The real node, once go test has ended (its servers and the node's
+# would share 2 CPUs): hack/realnode.sh starts it in namespaces of its
+# own, runs test/realnode's binary in it and tears it all down.
+phase "the real node: waiting for its build"
+if wait $realnode_build_pid; then
+  cat "$report_dir/realnode-build.out"
+  phase "the real node: hack/realnode.sh test/realnode"
+  start=$SECONDS
+  if (cd test/realnode && bash ../../hack/realnode.sh "$report_dir/realnode.test" -test.v -test.count=1 -test.timeout=50m) \
+    > "$report_dir/realnode.out" 2>&1; then
+    echo "(the real node took $((SECONDS - start)) s)" >> "$report_dir/realnode.out"
+  else
+    echo "(the real node took $((SECONDS - start)) s)" >> "$report_dir/realnode.out"
+    failed+=("the real node (test/realnode)")
+  fi
+else
+  failed+=("the real node's build")
+  cp "$report_dir/realnode-build.out" "$report_dir/realnode.out"
+fi
 wait $checks_pid || failed+=("generated code, go vet or the checks of the checking scripts")
 wait $certmanager_pid || failed+=("the cert-manager build or its go vet")
 wait $matrix_pid || failed+=("pkg/rollout/matrix")
@@ -162,6 +203,8 @@ phase "generated code, go vet, the checking scripts"
 cat "$report_dir/checks.out"
 phase "cert-manager"
 cat "$report_dir/certmanager.out"
+phase "the real node (test/realnode)"
+cat "$report_dir/realnode.out"
 phase "pkg/rollout/matrix (run: $matrix_run)"
 cat "$report_dir/matrix.out"
 "$report_dir/testreport" -summarize "$report_dir/test.json" "$report_dir/matrix.json"
