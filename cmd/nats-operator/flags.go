@@ -40,7 +40,7 @@ func registerFlags(fs *flag.FlagSet, o *options) {
 		"How long each system account user the controller mints (operator mode with the NatsOperatorTrust's systemAccountSigningKey) is valid; a new one is minted in the last third.")
 	fs.DurationVar(&o.reloadTimeout, "reload-timeout", controller.DefaultReloadTimeout,
 		"How long a server may take to report the config it was reloaded onto (a kubelet updates a mounted ConfigMap within about a minute) before it is restarted instead.")
-	fs.StringVar(&o.controllerNamespace, "controller-namespace", "", "Namespace the controller runs in: every cluster's NetworkPolicy admits the monitoring port from it. Empty: the pod's namespace (POD_NAMESPACE), else "+controller.DefaultControllerNamespace+".")
+	fs.StringVar(&o.controllerNamespace, "controller-namespace", "", "Namespace the controller runs in: every cluster's NetworkPolicy admits it to the client port ($SYS) and the monitoring port. Empty: the pod's namespace (POD_NAMESPACE), else "+controller.DefaultControllerNamespace+".")
 	fs.StringVar(&o.jobImage, "job-image", backups.DefaultImage, "Image of the Jobs that back up and restore streams (NatsBackup, NatsRestore): this controller's own image, which runs `nats-operator backup` and `nats-operator restore`.")
 	fs.IntVar(&o.backupWorkers, "backup-workers", 1, "Number of NatsBackups and NatsRestores synced in parallel.")
 	fs.StringVar(&o.podTemplatePolicy, "pod-template-policy", render.PodTemplatePolicyRestricted,

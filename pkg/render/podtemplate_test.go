@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -192,74 +191,5 @@ func TestTemplateChangesNameWhatDiffers(t *testing.T) {
 	}
 	if got := render.TemplateChanges(tmpl(base), tmpl(base)); got != nil {
 		t.Errorf("the same template: %v", got)
-	}
-}
-
-// The NetworkPolicy is closed by default: clients from the cluster's own
-// namespace only, routes from its servers, monitoring from the controller's
-// pods only (namespace and pod selector in one peer: both must match), and
-// no metrics rule until metricsFrom names who may scrape; clientsFrom
-// replaces the namespace.
-func TestTheNetworkPolicyFollowsTheSpec(t *testing.T) {
-	nc := rt.NewCluster("ns", "demo")
-	np := render.NetworkPolicy(nc, "ops")
-	if np == nil || np.Name != "demo" || np.Spec.PodSelector.MatchLabels["cluster.nats-operator.io/cluster"] != "demo" {
-		t.Fatalf("NetworkPolicy %+v", np)
-	}
-	byPort := func(np *networkingv1.NetworkPolicy) map[string][]string {
-		out := map[string][]string{}
-		for _, r := range np.Spec.Ingress {
-			var from []string
-			for _, p := range r.From {
-				var sel []string
-				if p.NamespaceSelector != nil {
-					sel = append(sel, "namespace "+p.NamespaceSelector.MatchLabels[render.NamespaceNameLabel])
-				}
-				if p.PodSelector != nil {
-					if c := p.PodSelector.MatchLabels["cluster.nats-operator.io/cluster"]; c != "" {
-						sel = append(sel, "pods of "+c)
-					} else {
-						sel = append(sel, "pods "+p.PodSelector.MatchLabels["app.kubernetes.io/name"])
-					}
-				}
-				from = append(from, strings.Join(sel, " and "))
-			}
-			out[r.Ports[0].Port.String()] = from
-		}
-		return out
-	}
-	want := map[string][]string{"client": {"namespace ns"}, "cluster": {"pods of demo"}, "monitor": {"namespace ops and pods nats-operator"}}
-	got := byPort(np)
-	if len(got) != len(want) {
-		t.Errorf("rules %v, want %v (no metrics rule: nobody may scrape)", got, want)
-	}
-	for port, from := range want {
-		if got, ok := got[port]; !ok || !slices.Equal(got, from) {
-			t.Errorf("port %s from %v, want %v", port, got, from)
-		}
-	}
-	nc.Spec.NetworkPolicy.ClientsFrom = []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{render.NamespaceNameLabel: "apps"}}}}
-	if got := byPort(render.NetworkPolicy(nc, "ops"))["client"]; !slices.Equal(got, []string{"namespace apps"}) {
-		t.Errorf("clientsFrom apps: client port from %v", got)
-	}
-	if len(np.Spec.PolicyTypes) != 1 || np.Spec.PolicyTypes[0] != "Ingress" {
-		t.Errorf("policyTypes %v, want Ingress only", np.Spec.PolicyTypes)
-	}
-
-	nc.Spec.NetworkPolicy.MetricsFrom = []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{render.NamespaceNameLabel: "monitoring"}}}}
-	np = render.NetworkPolicy(nc, "ops")
-	if last := np.Spec.Ingress[len(np.Spec.Ingress)-1]; last.Ports[0].Port.String() != "metrics" || len(last.From) != 1 ||
-		last.From[0].NamespaceSelector.MatchLabels[render.NamespaceNameLabel] != "monitoring" {
-		t.Errorf("metrics rule %+v, want from namespace monitoring", last)
-	}
-
-	nc.Spec.Metrics.Enabled = new(false)
-	np = render.NetworkPolicy(nc, "ops")
-	if len(np.Spec.Ingress) != 3 || render.PodMonitor(nc) != nil {
-		t.Errorf("without metrics: %d rules, PodMonitor %v; want 3 rules and none", len(np.Spec.Ingress), render.PodMonitor(nc))
-	}
-	nc.Spec.NetworkPolicy.Enabled = new(false)
-	if np := render.NetworkPolicy(nc, "ops"); np != nil {
-		t.Errorf("disabled: %+v", np)
 	}
 }

@@ -60,7 +60,7 @@ type Input struct {
 	// spec.tls as the controller resolved them); zero for plain TCP.
 	TLS TLS
 	// ControllerNamespace is where the controller runs: the NetworkPolicy
-	// admits the monitoring port from it. Empty means
+	// admits its pods to the client and monitoring ports. Empty means
 	// DefaultControllerNamespace.
 	ControllerNamespace string
 	// Now is the time of the sync, for the validity window of the trust's

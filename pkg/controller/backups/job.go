@@ -2,6 +2,7 @@ package backups
 
 import (
 	"fmt"
+	"maps"
 	"path"
 	"strings"
 
@@ -77,6 +78,15 @@ func labels(kind, name string) map[string]string {
 	}
 }
 
+// podLabels are the labels of a Job's pods: the Job's, and the cluster's
+// name under render.LabelJobOf, by which the cluster's NetworkPolicy
+// admits them to the client port whatever its clientsFrom says.
+func podLabels(kind, name string, nc *clusterv1beta1.NatsCluster) map[string]string {
+	l := labels(kind, name)
+	maps.Copy(l, render.JobPodLabels(nc.Name))
+	return l
+}
+
 // podSpec is the pod of every Job: the controller's image running
 // subcommand with args, the claim at /backup, the creds Secret at /creds,
 // the report in an emptyDir at /report (the termination message), as a
@@ -139,7 +149,7 @@ func backupJobSpec(b *clusterv1beta1.NatsBackup, nc *clusterv1beta1.NatsCluster,
 	return batchv1.JobSpec{
 		BackoffLimit: &zero,
 		Template: corev1.PodTemplateSpec{
-			ObjectMeta: metav1.ObjectMeta{Labels: labels(LabelBackup, b.Name)},
+			ObjectMeta: metav1.ObjectMeta{Labels: podLabels(LabelBackup, b.Name, nc)},
 			Spec:       podSpec(image, b.Spec.Volume.ClaimName, b.Spec.Credentials, args),
 		},
 	}
@@ -191,7 +201,7 @@ func RestoreJob(r *clusterv1beta1.NatsRestore, nc *clusterv1beta1.NatsCluster, c
 		Spec: batchv1.JobSpec{
 			BackoffLimit: &zero,
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels(LabelRestore, r.Name)},
+				ObjectMeta: metav1.ObjectMeta{Labels: podLabels(LabelRestore, r.Name, nc)},
 				Spec:       podSpec(image, claim, r.Spec.Credentials, args),
 			},
 		},

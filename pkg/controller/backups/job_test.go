@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	clusterv1beta1 "github.com/nats-operator/nats-operator/pkg/apis/cluster/v1beta1"
+	"github.com/nats-operator/nats-operator/pkg/render"
 	rt "github.com/nats-operator/nats-operator/pkg/render/rendertest"
 )
 
@@ -18,6 +19,8 @@ import (
 // given, the report as its termination message, as a restricted pod
 // without a token; a scheduled backup is a CronJob of the same Job that
 // never runs twice at once; a restore's Job reads the run's directory.
+// Every Job's pods carry the cluster's name under render.LabelJobOf, which
+// the cluster's NetworkPolicy admits to the client port.
 func TestJobsRunTheControllersImageAgainstEveryServer(t *testing.T) {
 	nc := rt.NewCluster("ns", "demo", rt.JetStream())
 	b := &clusterv1beta1.NatsBackup{
@@ -58,12 +61,25 @@ func TestJobsRunTheControllersImageAgainstEveryServer(t *testing.T) {
 	if got := strings.Join(vols, "; "); got != "claim backups; emptyDir report; secret app-creds user.creds" {
 		t.Errorf("volumes: %s", got)
 	}
+	admitted := func(what string, l map[string]string) {
+		t.Helper()
+		for k, v := range render.JobPodLabels("demo") {
+			if l[k] != v {
+				t.Errorf("%s: pod labels %v have no %s=%s: the NetworkPolicy would not admit them", what, l, k, v)
+			}
+		}
+		if _, ok := l[clusterv1beta1.LabelCluster]; ok {
+			t.Errorf("%s: pod labels %v select it as a server", what, l)
+		}
+	}
+	admitted("backup Job", j.Spec.Template.Labels)
 
 	b.Spec.Schedule = "0 3 * * *"
 	cj := BackupCronJob(b, nc, "example.com/nats-operator:test")
 	if cj.Spec.Schedule != "0 3 * * *" || cj.Spec.ConcurrencyPolicy != "Forbid" || !slices.Equal(cj.Spec.JobTemplate.Spec.Template.Spec.Containers[0].Args, want) {
 		t.Errorf("CronJob %+v", cj.Spec)
 	}
+	admitted("CronJob", cj.Spec.JobTemplate.Spec.Template.Labels)
 
 	r := &clusterv1beta1.NatsRestore{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "back"},
 		Spec: clusterv1beta1.NatsRestoreSpec{Cluster: "demo", Backup: "nightly", Overwrite: true}}
@@ -71,6 +87,7 @@ func TestJobsRunTheControllersImageAgainstEveryServer(t *testing.T) {
 	if got := rj.Spec.Template.Spec.Containers[0].Args; got[0] != "restore" || got[2] != "--dir=/backup/demo/nightly/nightly-29400000" || !slices.Contains(got, "--overwrite") || slices.ContainsFunc(got, func(a string) bool { return strings.HasPrefix(a, "--creds") }) {
 		t.Errorf("restore args %q", got)
 	}
+	admitted("restore Job", rj.Spec.Template.Labels)
 }
 
 // The Jobs run the image the Deployment runs: DefaultImage is the image of

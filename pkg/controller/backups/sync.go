@@ -227,7 +227,7 @@ func (c *Controller) syncBackup(ctx context.Context, name cache.ObjectName) erro
 
 // ensureBackupWorkload creates the one-off Job (once: not again after it
 // is gone, when its run is in the catalogue) or the CronJob, and keeps the
-// CronJob's schedule that of the spec.
+// CronJob's schedule, arguments and pod labels those of the spec.
 func (c *Controller) ensureBackupWorkload(ctx context.Context, b *clusterv1beta1.NatsBackup, nc *clusterv1beta1.NatsCluster, status *clusterv1beta1.NatsBackupStatus) error {
 	logger := klog.FromContext(ctx)
 	if b.Spec.Schedule == "" {
@@ -261,7 +261,14 @@ func (c *Controller) ensureBackupWorkload(ctx context.Context, b *clusterv1beta1
 	if !metav1.IsControlledBy(cj, b) {
 		return fmt.Errorf("CronJob %s/%s exists and is not controlled by NatsBackup %s", cj.Namespace, cj.Name, b.Name)
 	}
-	if cj.Spec.Schedule == want.Spec.Schedule && apiequality.Semantic.DeepEqual(cj.Spec.JobTemplate.Spec.Template.Spec.Containers[0].Args, want.Spec.JobTemplate.Spec.Template.Spec.Containers[0].Args) {
+	// The pods' labels too: a CronJob written before its pods carried
+	// render.LabelJobOf gets it, or the cluster's NetworkPolicy would not
+	// admit its runs.
+	labelled := true
+	for k, v := range want.Spec.JobTemplate.Spec.Template.Labels {
+		labelled = labelled && cj.Spec.JobTemplate.Spec.Template.Labels[k] == v
+	}
+	if cj.Spec.Schedule == want.Spec.Schedule && labelled && apiequality.Semantic.DeepEqual(cj.Spec.JobTemplate.Spec.Template.Spec.Containers[0].Args, want.Spec.JobTemplate.Spec.Template.Spec.Containers[0].Args) {
 		return nil
 	}
 	cj = cj.DeepCopy()

@@ -28,17 +28,22 @@ import (
 // NetworkPolicySpec is the NetworkPolicy <name> of the servers' pods.
 type NetworkPolicySpecApplyConfiguration struct {
 	// enabled renders the NetworkPolicy: the client port is open to
-	// clientsFrom (by default the cluster's own namespace), the route port
-	// only to the cluster's own servers, the monitoring port only to the
-	// controller's pods (app.kubernetes.io/name=nats-operator in the
-	// controller's namespace), and the metrics port only to metricsFrom.
-	// On by default. A NetworkPolicy is enforced only by a network plugin
-	// that supports it.
+	// clientsFrom (by default the cluster's own namespace) and, whatever
+	// clientsFrom says, to the controller's pods
+	// (app.kubernetes.io/name=nats-operator in the controller's namespace),
+	// which send every $SYS request there, and to the cluster's own backup
+	// and restore Jobs; the WebSocket and MQTT ports to clientsFrom only;
+	// the route port only to the cluster's own servers; the monitoring port
+	// only to the controller's pods; and the metrics port only to
+	// metricsFrom. On by default. A NetworkPolicy is enforced only by a
+	// network plugin that supports it.
 	Enabled *bool `json:"enabled,omitempty"`
-	// clientsFrom are who may reach the client port; absent or empty, the
-	// pods of the cluster's own namespace. Clients of other namespaces
-	// need a peer here (a namespaceSelector), clients outside the
-	// Kubernetes cluster an ipBlock.
+	// clientsFrom are who may reach the client port, and the WebSocket and
+	// MQTT ports; absent or empty, the pods of the cluster's own
+	// namespace. Clients of other namespaces need a peer here (a
+	// namespaceSelector), clients outside the Kubernetes cluster an
+	// ipBlock. The controller and the cluster's backup and restore Jobs
+	// are admitted to the client port whatever it says.
 	ClientsFrom []v1.NetworkPolicyPeer `json:"clientsFrom,omitempty"`
 	// metricsFrom are who may scrape the metrics port (for example the
 	// namespace Prometheus runs in); absent or empty, nobody may.
