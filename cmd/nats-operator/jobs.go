@@ -30,6 +30,7 @@ func runJob(name string, args []string) int {
 	noConsumers := fs.Bool("no-consumers", false, "backup: leave the consumers out of the snapshots.")
 	overwrite := fs.Bool("overwrite", false, "restore: replace streams of the same name (each is deleted, then restored).")
 	timeout := fs.Duration("timeout", 30*time.Second, "How long each JetStream API request and each chunk may take.")
+	connectWithin := fs.Duration("connect-within", time.Minute, "How long to try the first connection: a new pod's NetworkPolicy rules (and its DNS name) may take seconds to arrive.")
 	_ = fs.Parse(args)
 	if *servers == "" || *dir == "" {
 		fmt.Fprintf(os.Stderr, "nats-operator %s: --servers and --dir are required\n", name)
@@ -43,7 +44,7 @@ func runJob(name string, args []string) int {
 	if *creds != "" {
 		opts = append(opts, nats.UserCredentials(*creds))
 	}
-	nc, err := nats.Connect(*servers, opts...)
+	nc, err := connect(ctx, *servers, opts, *connectWithin, time.Second)
 	if err != nil {
 		r = backup.Report{Reason: backup.ReasonFailed, Message: fmt.Sprintf("connecting to %s: %v", *servers, err)}
 	} else {
@@ -70,4 +71,29 @@ func runJob(name string, args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// connect connects to servers, trying again every interval for up to
+// within: a Job's pod is often up before the network lets it out (a
+// NetworkPolicy enforcer adds a new pod's address to its rules a moment
+// after the pod starts: kube-router took about a second on the real node,
+// and the first backup Job, connecting at once, failed with "no servers
+// available for connection"). Each failed try is logged.
+func connect(ctx context.Context, servers string, opts []nats.Option, within, interval time.Duration) (*nats.Conn, error) {
+	deadline := time.Now().Add(within)
+	for try := 1; ; try++ {
+		nc, err := nats.Connect(servers, opts...)
+		if err == nil {
+			return nc, nil
+		}
+		if time.Now().Add(interval).After(deadline) {
+			return nil, fmt.Errorf("%w (%d tries in %s)", err, try, within)
+		}
+		fmt.Fprintf(os.Stderr, "connecting to %s (try %d): %v; trying again in %s\n", servers, try, err, interval)
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(interval):
+		}
+	}
 }
