@@ -530,7 +530,7 @@ func (s *story) replace(t *testing.T) {
 // backupRestore runs a NatsBackup (one run, now) of demo into a claim,
 // with clientsFrom admitting apps only: its Job, in the cluster's
 // namespace, still reaches the servers. A NatsRestore of that run into a
-// new single-server cluster brings ORDERS back with every message.
+// new 3-server cluster brings ORDERS back with every message.
 func (s *story) backupRestore(t *testing.T) {
 	orders := streamState(s.ctx, t, "demo", "ORDERS")
 	restored, err := framework.ExampleObject("natscluster-jetstream.yaml", "NatsCluster")
@@ -538,8 +538,10 @@ func (s *story) backupRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 	restored.SetName("restored")
+	// Three servers, as the backed-up cluster: nats-server refuses an R3
+	// stream on a single server ("replicas > 1 not supported in
+	// non-clustered mode"), and the restore Job reports so.
 	spec := restored.Object["spec"].(map[string]any)
-	spec["replicas"] = int64(1)
 	spec["lameDuck"] = map[string]any{"gracePeriod": framework.TestLameDuckGracePeriod}
 	raw, err := yaml.Marshal(restored.Object)
 	if err != nil {
