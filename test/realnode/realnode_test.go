@@ -412,16 +412,7 @@ func checkNoLoss(ctx context.Context, t testing.TB, cluster, stream string, pub 
 	_, attempts, failures, lastErr := pub.Stats()
 	reader := &framework.StreamReader{Stream: stream}
 	poll.Eventually(t, 2*time.Minute, time.Second, "reading "+stream+" back", func() error {
-		conn, err := nats.Connect(strings.Join(podURLs(ctx, t, cluster), ","), nats.Timeout(2*time.Second))
-		if err != nil {
-			return err
-		}
-		defer conn.Close()
-		js, err := jetstream.New(conn)
-		if err != nil {
-			return err
-		}
-		return reader.Read(ctx, js)
+		return withJetStream(ctx, t, cluster, func(js jetstream.JetStream) error { return reader.Read(ctx, js) })
 	})
 	lost := 0
 	for id := range acked {
@@ -460,21 +451,14 @@ func streamState(ctx context.Context, t testing.TB, cluster, stream string) *jet
 	t.Helper()
 	var info *jetstream.StreamInfo
 	poll.Eventually(t, time.Minute, time.Second, "the state of "+stream, func() error {
-		conn, err := nats.Connect(strings.Join(podURLs(ctx, t, cluster), ","), nats.Timeout(2*time.Second))
-		if err != nil {
+		return withJetStream(ctx, t, cluster, func(js jetstream.JetStream) error {
+			st, err := js.Stream(ctx, stream)
+			if err != nil {
+				return err
+			}
+			info, err = st.Info(ctx)
 			return err
-		}
-		defer conn.Close()
-		js, err := jetstream.New(conn)
-		if err != nil {
-			return err
-		}
-		st, err := js.Stream(ctx, stream)
-		if err != nil {
-			return err
-		}
-		info, err = st.Info(ctx)
-		return err
+		})
 	})
 	var replicas []string
 	if info.Cluster != nil {
@@ -635,4 +619,21 @@ func deleteConsumers(ctx context.Context, t testing.TB, cluster, stream string) 
 	if err := names.Err(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// withJetStream runs f on a new connection to the cluster's pods, closed
+// after it: a read after restarts must not sit on a client that followed
+// them.
+func withJetStream(ctx context.Context, t testing.TB, cluster string, f func(jetstream.JetStream) error) error {
+	t.Helper()
+	conn, err := nats.Connect(strings.Join(podURLs(ctx, t, cluster), ","), nats.Timeout(2*time.Second))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	js, err := jetstream.New(conn)
+	if err != nil {
+		return err
+	}
+	return f(js)
 }
