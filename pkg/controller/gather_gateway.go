@@ -77,7 +77,8 @@ func (g *gatherer) gatherGatewayTLS(ctx context.Context, f *facts) error {
 	return nil
 }
 
-// caSecret reads the PEM CAs at sel (key default ca.crt), named by field;
+// caSecret reads the PEM CAs at sel (key default ca.crt), named by field:
+// their certificates only (pemCertificates), whatever else the key holds;
 // a Secret missing or holding no CA certificate is a referenceError
 // (CertificateNotReady) saying to put what there.
 func (g *gatherer) caSecret(ctx context.Context, nc *clusterv1beta1.NatsCluster, sel clusterv1beta1.CAKeySelector, field, what string) ([]byte, error) {
@@ -90,16 +91,19 @@ func (g *gatherer) caSecret(ctx context.Context, nc *clusterv1beta1.NatsCluster,
 	if err != nil {
 		return nil, err
 	}
-	if caDigests(s.Data[key]) == "" {
+	ca, n := pemCertificates(s.Data[key])
+	if n == 0 {
 		return nil, &referenceError{clusterv1beta1.ReasonCertificateNotReady, fmt.Sprintf(
 			"%s: Secret %s/%s has no PEM CA certificate under key %q", field, nc.Namespace, sel.Name, key)}
 	}
-	return s.Data[key], nil
+	return ca, nil
 }
 
 // remoteRoutesCA is the routes CA of NatsCluster namespace/name: the CA
 // of its spec.routes.tls.secret (mode Secret), else of its generated
-// <name>-routes-ca; nil when the cluster or the Secret is not there.
+// <name>-routes-ca, its PEM certificates only (pemCertificates: the key
+// may name any key of that Secret, a CA's private key beside it); nil when
+// the cluster or the Secret is not there, or holds no certificate.
 func (g *gatherer) remoteRoutesCA(ctx context.Context, namespace, name string) ([]byte, error) {
 	other, err := g.src.Clusters.NatsClusters(namespace).Get(name)
 	if apierrors.IsNotFound(err) {
@@ -119,7 +123,8 @@ func (g *gatherer) remoteRoutesCA(ctx context.Context, namespace, name string) (
 	if err != nil {
 		return nil, err
 	}
-	return s.Data[key], nil
+	ca, _ := pemCertificates(s.Data[key])
+	return ca, nil
 }
 
 // caBundle is the PEM CA certificates of cas, each once, in order of first

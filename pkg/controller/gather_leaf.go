@@ -19,8 +19,12 @@ import (
 // f.tls.LeafCAs): the servers read them from the config
 // volume, which projects that one Secret whatever the remotes, so adding,
 // changing or removing a remote's credentials reloads instead of changing
-// the pod template. A remote's Secret or key missing is a referenceError
-// (CredentialsNotFound) naming the field: nothing is written. The Secret
+// the pod template. A remote's Secret or key missing, or a creds file that
+// does not parse as one (render.CheckCredsFile: the field may name any key
+// of any Secret of the namespace, and what is copied here any sidecar
+// mounting the config volume could read), is a referenceError
+// (CredentialsNotFound) naming the field: nothing is written. Of a CA only
+// the certificates are copied (pemCertificates). The Secret
 // is made only once some remote has credentials, and emptied (not
 // deleted) when none has any more.
 func (g *gatherer) gatherLeafCredentials(ctx context.Context, f *facts) error {
@@ -31,10 +35,16 @@ func (g *gatherer) gatherLeafCredentials(ctx context.Context, f *facts) error {
 			if r.Credentials == nil {
 				continue
 			}
-			creds, err := g.credsFile(ctx, nc, *r.Credentials, fmt.Sprintf("spec.leafnodes.remotes[%d].credentials", i),
+			field := fmt.Sprintf("spec.leafnodes.remotes[%d].credentials", i)
+			creds, err := g.credsFile(ctx, nc, *r.Credentials, field,
 				fmt.Sprintf("the creds file the servers connect to remote %q with", r.Name))
 			if err != nil {
 				return err
+			}
+			if err := render.CheckCredsFile(creds); err != nil {
+				return &referenceError{clusterv1beta1.ReasonCredentialsNotFound, fmt.Sprintf(
+					"%s: Secret %s/%s key %q is not a NATS creds file: %v; put the creds file of the user remote %q connects as under it (nothing of it is copied until then)",
+					field, nc.Namespace, r.Credentials.Name, keyOr(r.Credentials.Key, "user.creds"), err, r.Name)}
 			}
 			data[render.LeafCredentialsKey(r.Name)] = creds
 		}
@@ -67,9 +77,11 @@ func (g *gatherer) gatherLeafCredentials(ctx context.Context, f *facts) error {
 }
 
 // leafRemoteCA is the CA remote i's hub is verified against: its
-// tls.caSecret's, else the routes CA of its clusterRef NatsCluster; a
-// referenceError (CertificateNotReady) naming the field when neither is
-// there (a CA missing would leave the remote unable to connect).
+// tls.caSecret's, else the routes CA of its clusterRef NatsCluster, their
+// PEM certificates only (a key or anything else beside them in the Secret
+// is not copied); a referenceError (CertificateNotReady) naming the field
+// when neither holds a certificate (a CA missing would leave the remote
+// unable to connect).
 func (g *gatherer) leafRemoteCA(ctx context.Context, nc *clusterv1beta1.NatsCluster, i int, r clusterv1beta1.LeafNodeRemote) ([]byte, error) {
 	field := fmt.Sprintf("spec.leafnodes.remotes[%d].tls", i)
 	if sel := r.TLS.CASecret; sel != nil {

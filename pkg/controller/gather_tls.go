@@ -115,7 +115,10 @@ func (g *gatherer) gatherClientCA(ctx context.Context, f *facts, now time.Time) 
 		}
 		data[keyOperatorCert], data[keyOperatorKey] = leaf.Cert, leaf.Key
 	}
-	data[keyCA] = slices.Concat(f.tlsCA, []byte("\n"), ca.Cert)
+	// The CA of spec.tls's Secret is copied: its certificates only, so that
+	// nothing else its caKey may name lands in <name>-client-ca.
+	clientCA, _ := pemCertificates(f.tlsCA)
+	data[keyCA] = slices.Concat(clientCA, []byte("\n"), ca.Cert)
 	if s == nil || !maps.EqualFunc(s.Data, data, bytes.Equal) {
 		f.tlsSecrets = append(f.tlsSecrets, ownedSecret(nc, name, s, data))
 	}
