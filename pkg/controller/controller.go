@@ -260,6 +260,18 @@ func New(ctx context.Context, o Options) *Controller {
 		utilruntime.Must(err)
 	}
 	handle(inf.Clusters.Informer(), c.enqueueCluster)
+	// A NatsCluster created, deleted or given another consent: the clusters
+	// naming it by clusterRef (gatherReferenceConsent).
+	_, err := inf.Clusters.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: c.enqueueClusterRefReferrers,
+		UpdateFunc: func(old, obj interface{}) {
+			if consentChanged(old, obj) {
+				c.enqueueClusterRefReferrers(obj)
+			}
+		},
+		DeleteFunc: c.enqueueClusterRefReferrers,
+	})
+	utilruntime.Must(err)
 	for _, informer := range []cache.SharedIndexInformer{
 		inf.StatefulSets.Informer(), inf.ConfigMaps.Informer(), inf.Services.Informer(),
 		inf.PDBs.Informer(), inf.NetworkPolicies.Informer(),

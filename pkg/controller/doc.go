@@ -78,7 +78,12 @@
 // namespace enqueues the clusters naming it), and the copy of the leaf
 // remotes' creds files and CAs (gather_leaf.go). Each is projected into the
 // config volume, so a new one reaches the server with the config that
-// names it.
+// names it. What is copied from a Secret the spec names is checked first
+// (secret_contents.go): a creds file must parse as one, of a CA only the
+// certificates are kept. A clusterRef to a NatsCluster of another
+// namespace is followed only with its consent, its annotation
+// allow-references-from (gather_consent.go; its change enqueues the
+// clusters naming it).
 //
 // Revisions: each server's ConfigMap carries the config revision (in
 // nats.conf), its pod template the template revision and the config revision

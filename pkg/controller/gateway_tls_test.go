@@ -18,14 +18,15 @@ import (
 )
 
 // Under spec.gateway.tls the controller keeps east-gateway-ca: east's own
-// routes CA and the routes CA of the remote west (another namespace),
+// routes CA and the routes CA of the remote west (another namespace, which
+// allows references from east),
 // written before any server; the generated route certificate is also for
 // the headless Service's names; a west that has no CA yet, and a caSecret
 // that does not exist, hold with CertificateNotReady naming the field.
 func TestGatewayCABundleHoldsOwnAndRemoteRoutesCAs(t *testing.T) {
 	nc := rt.NewCluster("east", "east", rt.Gateway(rt.GatewayTo("west", "west")))
 	nc.Spec.Gateway.TLS = &clusterv1beta1.GatewayTLS{}
-	west := rt.NewCluster("west", "west", rt.Gateway(rt.GatewayTo("east", "east")))
+	west := allowReferencesFrom(rt.NewCluster("west", "west", rt.Gateway(rt.GatewayTo("east", "east"))), "east")
 	westCA, err := pki.NewCA("west routes CA", time.Now())
 	if err != nil {
 		t.Fatal(err)

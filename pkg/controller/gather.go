@@ -185,6 +185,9 @@ func (g *gatherer) gather(ctx context.Context, nc *clusterv1beta1.NatsCluster, n
 		err = g.gatherTLS(ctx, f, now)
 	}
 	if err == nil {
+		err = g.gatherReferenceConsent(f)
+	}
+	if err == nil {
 		err = g.gatherGatewayTLS(ctx, f)
 	}
 	if err == nil {

@@ -60,14 +60,15 @@ func TestLeafCredentialsAreCopiedBeforeAnyServerIsWritten(t *testing.T) {
 	}
 }
 
-// A leaf remote with tls by clusterRef gets the hub's routes CA copied
+// A leaf remote with tls by clusterRef (to a hub of another namespace that
+// allows references from this one) gets the hub's routes CA copied
 // into demo-leaf-credentials (key leaf-hub.ca.crt); the hub having no CA
 // yet holds with CertificateNotReady naming the field.
 func TestALeafRemoteOverTLSGetsTheHubsRoutesCA(t *testing.T) {
 	nc := rt.NewCluster("ns", "demo", rt.LeafNodes(false, clusterv1beta1.LeafNodeRemote{
 		Name: "hub", ClusterRef: &clusterv1beta1.NatsClusterReference{Name: "hub", Namespace: "core"}, TLS: &clusterv1beta1.LeafRemoteTLS{},
 	}))
-	hub := rt.NewCluster("core", "hub", rt.LeafNodes(true))
+	hub := allowReferencesFrom(rt.NewCluster("core", "hub", rt.LeafNodes(true)), "ns")
 	f := newFixture(t, nc)
 	f.natsObjects = []runtime.Object{hub}
 	f.sync()
@@ -176,7 +177,7 @@ func TestALeafRemotesCAIsCopiedWithoutItsKey(t *testing.T) {
 	}
 	nc := rt.NewCluster("ns", "demo", rt.LeafNodes(false, clusterv1beta1.LeafNodeRemote{
 		Name: "hub", URLs: []string{"tls://hub.example.com:7422"},
-		TLS:  &clusterv1beta1.LeafRemoteTLS{CASecret: &clusterv1beta1.CAKeySelector{Name: "hub-ca", Key: "bundle.pem"}},
+		TLS: &clusterv1beta1.LeafRemoteTLS{CASecret: &clusterv1beta1.CAKeySelector{Name: "hub-ca", Key: "bundle.pem"}},
 	}))
 	for _, tc := range []struct {
 		name   string

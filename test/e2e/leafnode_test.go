@@ -47,6 +47,8 @@ func TestLeafClusterConnectsToAHubByReload(t *testing.T) {
 	hub.ApplyExample(ctx, t, nsLeafHub, "natscluster-auth.yaml", func(o *unstructured.Unstructured) {
 		if o.GetKind() == "NatsCluster" {
 			o.SetName("hub")
+			// The leaf cluster of nsLeafEdge names it by clusterRef.
+			o.SetAnnotations(map[string]string{clusterv1beta1.AnnotationAllowReferencesFrom: nsLeafEdge})
 			_ = unstructured.SetNestedField(o.Object, true, "spec", "leafnodes", "accept")
 			_ = unstructured.SetNestedMap(o.Object, map[string]any{}, "spec", "leafnodes", "tls")
 		}

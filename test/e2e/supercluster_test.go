@@ -33,13 +33,25 @@ var (
 // into the NatsCluster name with a gateway to the NatsCluster remote of
 // namespace remoteNS, on version, with gateway TLS (the routes' generated
 // certificate, the remote's routes CA in the bundle), and, with
-// acceptLeaves, accepting leaf connections over TLS.
+// acceptLeaves, accepting leaf connections over TLS. It allows references
+// from the remote's namespace (and, accepting leaves, from the leaf
+// cluster's, nsSuperEdge): a clusterRef from another namespace needs it.
 func superclusterMember(name, version, remote, remoteNS string, acceptLeaves bool) func(*unstructured.Unstructured) {
 	return func(o *unstructured.Unstructured) {
 		if o.GetKind() != "NatsCluster" {
 			return
 		}
 		o.SetName(name)
+		allow := remoteNS
+		if acceptLeaves {
+			allow += "," + nsSuperEdge
+		}
+		annotations := o.GetAnnotations()
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		annotations[clusterv1beta1.AnnotationAllowReferencesFrom] = allow
+		o.SetAnnotations(annotations)
 		_ = unstructured.SetNestedField(o.Object, version, "spec", "version")
 		_ = unstructured.SetNestedSlice(o.Object, []any{map[string]any{
 			"name": remote, "clusterRef": map[string]any{"name": remote, "namespace": remoteNS},
@@ -362,7 +374,9 @@ func simultaneousVersionChanges(ctx context.Context, t *testing.T, east, west *f
 var nsJoinHeld = framework.SharedNamespace("supercluster-join")
 
 // A running 3-server JetStream cluster with a stream of its own, given
-// spec.gateway referencing east of the supercluster, is held with
+// spec.gateway referencing a NatsCluster east (of its own namespace: one
+// of another would need its consent, and the hold comes before any
+// remote is reached), is held with
 // OwnMetaGroup naming its meta leader, its stream and the remote, and the
 // way out; no pod is restarted, restart-all does not release it, and
 // removing spec.gateway again leaves the cluster up to date.
@@ -382,8 +396,8 @@ func TestJoiningASuperclusterWithStreamsOfItsOwnIsHeld(t *testing.T) {
 	pods := []string{"demo-0-0", "demo-1-0", "demo-2-0"}
 	uids := s.PodUIDs(ctx, nsJoinHeld, pods...)
 
-	join := fmt.Sprintf(`{"metadata":{"annotations":{%q:""}},"spec":{"gateway":{"remotes":[{"name":"east","clusterRef":{"name":"east","namespace":%q}}]}}}`,
-		clusterv1beta1.AnnotationRestartAll, nsSuperEast)
+	join := fmt.Sprintf(`{"metadata":{"annotations":{%q:""}},"spec":{"gateway":{"remotes":[{"name":"east","clusterRef":{"name":"east"}}]}}}`,
+		clusterv1beta1.AnnotationRestartAll)
 	if _, err := s.Nats.ClusterV1beta1().NatsClusters(nsJoinHeld).Patch(ctx, "demo", types.MergePatchType, []byte(join), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}

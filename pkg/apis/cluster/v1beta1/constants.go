@@ -244,6 +244,14 @@ const (
 	LabelMigrationRevision = "cluster.nats-operator.io/migration-revision"
 )
 
+// AnnotationAllowReferencesFrom, on a NatsCluster, lists the namespaces
+// whose NatsClusters may name it by clusterRef (a gateway or leaf remote):
+// comma-separated, or "*" for every namespace. Such a reference points the
+// referring cluster's servers at it and copies its routes CA; from another
+// namespace, one it does not list is held (InvalidSpec), nothing of it read.
+// References from its own namespace need none.
+const AnnotationAllowReferencesFrom = "cluster.nats-operator.io/allow-references-from"
+
 // Reasons of a JetStream migration (restart-all=migrate-jetstream).
 const (
 	// ReasonMigratingJetStream: Progressing True while the streams are
