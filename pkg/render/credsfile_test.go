@@ -53,7 +53,7 @@ func TestCheckCredsFileTakesOnlyACredsFile(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name, secret, want string
-		creds               []byte
+		creds              []byte
 	}{
 		{"a password", "hunter2", "holds no user JWT", []byte("hunter2")},
 		{"a JWT alone", token, "holds no user nkey seed", decorated(token, "")[:strings.Index(string(decorated(token, "")), "\n\n")+1]},

@@ -3,6 +3,7 @@ package render
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -19,7 +20,8 @@ const (
 	// servers' pods but not give them rights the rendered pod does not
 	// have: no other ServiceAccount, images only from an allow-list, no
 	// volume or environment variable that reads a Secret, a claim, a token,
-	// a CSI driver or the node.
+	// a CSI driver or the node, and no sidecar mounting the controller's
+	// volumes.
 	PodTemplatePolicyRestricted = "restricted"
 	// PodTemplatePolicyAny applies every podTemplate the CRD accepts: the
 	// right to create or patch a NatsCluster then equals pods/create in its
@@ -123,6 +125,9 @@ func (p PodTemplatePolicy) check(spec *clusterv1beta1.NatsClusterSpec, rendered 
 		if c.Image != "" && !imageAllowed(allowed, c.Image) {
 			return p.refuse(field+".image", fmt.Sprintf("image %q", c.Image), imageWhy)
 		}
+		if err := p.checkMounts(c, field, rendered); err != nil {
+			return err
+		}
 		for _, e := range c.Env {
 			if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
 				return p.refuse(field+".env[name="+e.Name+"].valueFrom.secretKeyRef", fmt.Sprintf("a key of Secret %q", e.ValueFrom.SecretKeyRef.Name),
@@ -142,6 +147,42 @@ func (p PodTemplatePolicy) check(spec *clusterv1beta1.NatsClusterSpec, rendered 
 		}
 		if err := p.checkVolume(v); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// checkMounts refuses a mount (or a block device) of one of the
+// controller's volumes in a podTemplate container other than the server's:
+// the config volume (which projects the TLS keys, the leaf credentials and
+// the CAs the controller copies), the JetStream data (a claim or an
+// emptyDir), the pid and the exporter's CA volume, whatever the renderer
+// made. A sidecar runs what the podTemplate gives it; the server's
+// container runs the controller's command, and the exporter may keep the
+// mounts it is rendered with. A podTemplate has no init containers (the
+// CRD prunes them), so its containers are all there is to check.
+func (p PodTemplatePolicy) checkMounts(c corev1.Container, field string, rendered *corev1.PodSpec) error {
+	if c.Name == ContainerName {
+		return nil
+	}
+	own := map[string]bool{DataVolumeName: true}
+	for _, v := range rendered.Volumes {
+		own[v.Name] = true
+	}
+	var keep []corev1.VolumeMount
+	if i := slices.IndexFunc(rendered.Containers, func(r corev1.Container) bool { return r.Name == c.Name }); i >= 0 {
+		keep = rendered.Containers[i].VolumeMounts
+	}
+	why := "the controller's volumes (" + strings.Join(slices.Sorted(maps.Keys(own)), ", ") +
+		": the config volume holds the TLS keys and credentials it projects) are mounted by the server's container only"
+	for i, m := range c.VolumeMounts {
+		if own[m.Name] && !slices.ContainsFunc(keep, func(k corev1.VolumeMount) bool { return apiequality.Semantic.DeepEqual(k, m) }) {
+			return p.refuse(fmt.Sprintf("%s.volumeMounts[%d]", field, i), fmt.Sprintf("a mount of the controller's volume %q", m.Name), why)
+		}
+	}
+	for i, d := range c.VolumeDevices {
+		if own[d.Name] {
+			return p.refuse(fmt.Sprintf("%s.volumeDevices[%d]", field, i), fmt.Sprintf("the controller's volume %q as a device", d.Name), why)
 		}
 	}
 	return nil

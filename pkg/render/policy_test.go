@@ -78,6 +78,20 @@ var refusedByRestricted = []struct {
 	{"env vars from a Secret", "spec.podTemplate.spec.containers[name=helper].envFrom[0].secretRef",
 		addContainer(corev1.Container{Name: "helper", Image: "nats:2.15.2-alpine", Command: []string{"sleep", "infinity"},
 			EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "db"}}}}})},
+	{"a sidecar mounting the config volume", "spec.podTemplate.spec.containers[name=helper].volumeMounts[0]",
+		addContainer(corev1.Container{Name: "helper", Image: "nats:2.15.2-alpine", Command: []string{"cat", render.ConfigDir + "/leaf-hub.creds"},
+			VolumeMounts: []corev1.VolumeMount{{Name: render.ConfigVolumeName, MountPath: "/config", ReadOnly: true}}})},
+	{"a sidecar mounting the JetStream data", "spec.podTemplate.spec.containers[name=helper].volumeMounts[1]", func(nc *clusterv1beta1.NatsCluster) {
+		addVolume(corev1.Volume{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})(nc)
+		addContainer(corev1.Container{Name: "helper", Image: "nats:2.15.2-alpine", Command: []string{"sleep", "infinity"},
+			VolumeMounts: []corev1.VolumeMount{{Name: "scratch", MountPath: "/scratch"}, {Name: render.DataVolumeName, MountPath: "/data"}}})(nc)
+	}},
+	{"a sidecar mounting the pid volume", "spec.podTemplate.spec.containers[name=helper].volumeMounts[0]",
+		addContainer(corev1.Container{Name: "helper", Image: "nats:2.15.2-alpine", Command: []string{"sleep", "infinity"},
+			VolumeMounts: []corev1.VolumeMount{{Name: render.PidVolumeName, MountPath: "/pid"}}})},
+	{"a sidecar taking the JetStream claim as a device", "spec.podTemplate.spec.containers[name=helper].volumeDevices[0]",
+		addContainer(corev1.Container{Name: "helper", Image: "nats:2.15.2-alpine", Command: []string{"sleep", "infinity"},
+			VolumeDevices: []corev1.VolumeDevice{{Name: render.DataVolumeName, DevicePath: "/dev/data"}}})},
 }
 
 func TestTheRestrictedPolicyRefusesNamingTheFieldAndThePolicy(t *testing.T) {
