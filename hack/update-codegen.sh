@@ -46,6 +46,10 @@ rm -rf "${ROOT}/manifests/crds"
 go tool controller-gen crd:crdVersions=v1 \
   paths="./pkg/apis/..." \
   output:crd:artifacts:config=manifests/crds
+# Drop the descriptions nested inside embedded Kubernetes types (pod fields,
+# a claim's spec): kubectl apply keeps a CRD in an annotation of at most
+# 256 KiB (hack/crdtrim says more).
+go run ./hack/crdtrim "${ROOT}"/manifests/crds/*.yaml
 # A kustomization of the CRDs, so manifests/ and manifests/namespaced/ can
 # both include them.
 crds=$(cd "${ROOT}/manifests/crds" && ls *.yaml | LC_ALL=C sort | sed 's/^/- /')
