@@ -9,7 +9,11 @@
 // bearer token is checked by a TokenReview, then `get` on the non-resource
 // URL /metrics by a SubjectAccessReview (ClusterRole
 // nats-operator-metrics-reader); 401 and 403 otherwise, answers cached for a
-// minute. The certificate is --metrics-cert-dir's tls.crt and tls.key, else
+// minute. The reviews have a client of their own (20 requests a second,
+// burst 40), so requests with made-up tokens never wait on, nor make wait,
+// the rate limiter that leader election and every step share; at most 8
+// are in flight, and a request needing one more is answered 429 at once.
+// The certificate is --metrics-cert-dir's tls.crt and tls.key, else
 // self-signed at start; --metrics-secure=false serves plain HTTP to anyone.
 //
 // /healthz fails when the Lease stopped being renewed (client-go's

@@ -26,7 +26,7 @@ func registerFlags(fs *flag.FlagSet, o *options) {
 	fs.DurationVar(&o.retryPeriod, "leader-elect-retry-period", 2*time.Second, "How often the leader renews the Lease (one API write each: the only writes of a controller at rest) and a standby tries to take it.")
 	fs.StringVar(&o.healthAddr, "health-addr", ":8081", "Address serving /healthz and /readyz.")
 	fs.StringVar(&o.metricsAddr, "metrics-addr", ":8080", "Address serving /metrics. Empty disables it.")
-	fs.BoolVar(&o.metricsSecure, "metrics-secure", true, "Serve /metrics over HTTPS to the bearer tokens the API server authenticates (TokenReview) and authorizes to get /metrics (SubjectAccessReview; the ClusterRole nats-operator-metrics-reader). false: plain HTTP to anyone.")
+	fs.BoolVar(&o.metricsSecure, "metrics-secure", true, "Serve /metrics over HTTPS to the bearer tokens the API server authenticates (TokenReview) and authorizes to get /metrics (SubjectAccessReview; the ClusterRole nats-operator-metrics-reader), through a client of their own (20/s, burst 40), at most 8 at once (429 beyond). false: plain HTTP to anyone.")
 	fs.StringVar(&o.metricsCertDir, "metrics-cert-dir", "", "Directory with the metrics serving certificate and key (tls.crt, tls.key: a kubernetes.io/tls Secret mounted; re-read when they change). Empty: a self-signed certificate made at start.")
 	fs.DurationVar(&o.workerStallTimeout, "worker-stall-timeout", controller.DefaultWorkerStallTimeout, "/healthz fails when a sync has run this long, or NatsClusters are queued and no worker took or finished one for this long, while this replica leads. 0 or less: never.")
 	fs.DurationVar(&o.resync, "resync", 10*time.Minute, "Informer resync period.")

@@ -180,7 +180,7 @@ func run(ctx context.Context, o options) error {
 	leaderHealth := leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
 	servers := []*http.Server{healthServer(o.healthAddr, leaderHealth, ctrl)}
 	if o.metricsAddr != "" {
-		ms, err := metricsServer(o.metricsAddr, o.metricsSecure, o.metricsCertDir, kubeClient, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		ms, err := metricsServer(o.metricsAddr, o.metricsSecure, o.metricsCertDir, kubeCfg, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 		if err != nil {
 			return err
 		}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
 	"github.com/nats-operator/nats-operator/internal/apiauth"
@@ -25,6 +26,27 @@ const (
 	metricsKeyFile  = "tls.key"
 )
 
+// The client-side rate limit of the /metrics reviews: a client of their
+// own (reviewClient), so a flood of requests with made-up tokens waits on
+// this limiter and never on the controller's, which leader election and
+// every step share.
+const (
+	reviewQPS   = 20
+	reviewBurst = 40
+)
+
+// reviewClient is the Kubernetes client of the /metrics reviews: cfg's
+// server and credentials with a rate limiter of its own (reviewQPS,
+// reviewBurst; a RateLimiter cfg carries is not shared).
+func reviewClient(cfg *rest.Config) (kubernetes.Interface, error) {
+	c := rest.CopyConfig(cfg)
+	c.QPS, c.Burst, c.RateLimiter = reviewQPS, reviewBurst, nil
+	if c.UserAgent != "" {
+		c.UserAgent += "/metrics-auth"
+	}
+	return kubernetes.NewForConfig(c)
+}
+
 // metricsServer serves /metrics on addr. Secure (the default), it is
 // HTTPS and each request is authenticated and authorized by the API
 // server, as Kubernetes components delegate it (internal/apiauth): the
@@ -33,15 +55,21 @@ const (
 // nats-operator-metrics-reader grants it). 401 without a valid token, 403
 // without the right. Both answers are cached for a minute (a denial for 10
 // s), so a scrape every 15 s costs the API server about one review of
-// each a minute. The serving certificate is certDir's tls.crt and tls.key
-// (re-read when they change), else a self-signed one made at start
-// (renewed in memory before it expires).
-func metricsServer(addr string, secure bool, certDir string, kube kubernetes.Interface, metrics http.Handler) (*http.Server, error) {
+// each a minute. The reviews go through a client of their own made from
+// cfg (reviewClient), at most 8 at once: a request needing one more is
+// answered 429 without an API call. The serving certificate is certDir's
+// tls.crt and tls.key (re-read when they change), else a self-signed one
+// made at start (renewed in memory before it expires).
+func metricsServer(addr string, secure bool, certDir string, cfg *rest.Config, metrics http.Handler) (*http.Server, error) {
 	mux := http.NewServeMux()
 	s := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	if !secure {
 		mux.Handle("/metrics", metrics)
 		return s, nil
+	}
+	kube, err := reviewClient(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("the metrics review client: %w", err)
 	}
 	reviews := apiauth.New(kube.AuthenticationV1().TokenReviews(), kube.AuthorizationV1().SubjectAccessReviews(), apiauth.DefaultOptions())
 	mux.Handle("/metrics", reviews.Filter(metrics))
