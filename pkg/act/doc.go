@@ -14,4 +14,8 @@
 // (the server read its new config and refused it), ErrNotMember and
 // ErrMemberChangeInProgress (errors of the JetStream API). Errors of the
 // transport are returned as they are: they say nothing of the change.
+//
+// Subjects lists the subjects the actions are published on, which the
+// system account users pkg/sysuser mints are allowed (and, with pkg/observe's,
+// nothing else).
 package act

@@ -24,8 +24,13 @@ import (
 	"github.com/nats-operator/nats-operator/pkg/sysuser"
 )
 
-// DefaultSystemUserLifetime is how long a minted system user is valid.
-const DefaultSystemUserLifetime = time.Hour
+// DefaultSystemUserLifetime is how long a minted system user is valid. No
+// use of it lasts long: each request waits seconds, and the $SYS
+// connection is made again with each new user. So the lifetime bounds only
+// how long a leaked creds file is of use; the renewal, due after 10
+// minutes (the last third), has 5 minutes to land, and a user that expires
+// all the same is replaced by the next sync.
+const DefaultSystemUserLifetime = 15 * time.Minute
 
 // defaultSigningKeyKey is the Secret key of the signing key seed when
 // spec.systemAccountSigningKey.key is empty.

@@ -73,7 +73,9 @@
 // changes nothing: the actions (reload one server, evacuate it, remove a
 // JetStream peer, make the meta leader step down) are pkg/act's, sent
 // through SystemClient.Request. Credentials are
-// never logged nor put in errors.
+// never logged nor put in errors. SystemSubjects and SystemInboxes list what
+// it publishes and subscribes to for the controller (with pkg/act's
+// Subjects, the permissions of the users pkg/sysuser mints).
 //
 // # Choices that differ from the first sketch
 //

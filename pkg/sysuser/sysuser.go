@@ -8,6 +8,9 @@ import (
 
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nkeys"
+
+	"github.com/nats-operator/nats-operator/pkg/act"
+	"github.com/nats-operator/nats-operator/pkg/observe"
 )
 
 // Signer is a signing key of a system account, checked against the account
@@ -51,8 +54,23 @@ type User struct {
 	PublicKey string
 }
 
+// Permissions are what every minted user may do: publish exactly the
+// requests the controller sends over the system account (pkg/observe's
+// SystemSubjects and pkg/act's Subjects) and subscribe only to their
+// replies (observe.SystemInboxes). Without them a user of the system
+// account may publish and subscribe anywhere in it: listen to every
+// account's connect events, ask any server for its connections, and, in a
+// supercluster, do so on every member.
+func Permissions() jwt.Permissions {
+	var p jwt.Permissions
+	p.Pub.Allow.Add(observe.SystemSubjects()...)
+	p.Pub.Allow.Add(act.Subjects()...)
+	p.Sub.Allow.Add(observe.SystemInboxes()...)
+	return p
+}
+
 // Mint issues a new user of the system account named name, valid from a
-// minute before now (clock skew) until now+lifetime.
+// minute before now (clock skew) until now+lifetime, with Permissions.
 func (s *Signer) Mint(name string, now time.Time, lifetime time.Duration) (*User, error) {
 	if lifetime < time.Second {
 		return nil, fmt.Errorf("a system user lifetime of %s is too short", lifetime)
@@ -75,6 +93,7 @@ func (s *Signer) Mint(name string, now time.Time, lifetime time.Duration) (*User
 	uc.NotBefore = now.Add(-time.Minute).Unix()
 	expires := now.Add(lifetime)
 	uc.Expires = expires.Unix()
+	uc.Permissions = Permissions()
 	if s.Key != s.Account {
 		uc.IssuerAccount = s.Account
 	}

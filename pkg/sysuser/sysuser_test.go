@@ -1,6 +1,7 @@
 package sysuser
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -70,6 +71,18 @@ func TestMintIssuesAShortLivedUserOfTheSystemAccount(t *testing.T) {
 	}
 	if got := time.Unix(uc.Expires, 0); !got.Equal(now.Add(30*time.Minute)) || !u.Expires.Equal(got) {
 		t.Errorf("expires %s (User says %s), want %s", got, u.Expires, now.Add(30*time.Minute))
+	}
+	if got, want := []string(uc.Pub.Allow), []string{
+		"$SYS.REQ.SERVER.*.IDZ", "$SYS.REQ.SERVER.PING.IDZ", "$SYS.REQ.SERVER.PING.JSZ",
+		"$SYS.REQ.SERVER.*.RELOAD", "$JS.API.SERVER.REMOVE", "$JS.API.SERVER.EVACUATE", "$JS.API.META.LEADER.STEPDOWN",
+	}; !slices.Equal(got, want) {
+		t.Errorf("may publish %q, want exactly the controller's requests %q", got, want)
+	}
+	if got := []string(uc.Sub.Allow); !slices.Equal(got, []string{"_INBOX.>"}) {
+		t.Errorf("may subscribe to %q, want only the replies, _INBOX.>", got)
+	}
+	if len(uc.Pub.Deny) != 0 || len(uc.Sub.Deny) != 0 || uc.Resp != nil {
+		t.Errorf("denies %q and %q, responses %+v; want none (the allow lists say it all)", uc.Pub.Deny, uc.Sub.Deny, uc.Resp)
 	}
 	if _, err := jwt.ParseDecoratedUserNKey(u.Creds); err != nil {
 		t.Errorf("the creds hold no user seed: %v", err)
