@@ -65,10 +65,11 @@
 // The last checks before a server stops (step.go's callers in write.go):
 // the PodDisruptionBudget, read from the caches then (disruption.go), and, for a
 // NatsCluster with spec.gateway, its turn in the supercluster: the Lease
-// nats-operator-supercluster-rollout, taken before the first restart and
-// held while Progressing is True, so two members of a supercluster never
-// roll out at once (supercluster.go). Either refusing is a wait reported
-// in Progressing, not an error.
+// of its supercluster's members (gather_supercluster.go), taken before the
+// first restart and kept while the planner says the rollout takes steps
+// (Decision.KeepsTurn), so two members of a supercluster never roll out at
+// once and one stuck member stops no other (supercluster.go). Either
+// refusing is a wait reported in Progressing, not an error.
 //
 // Secrets the controller keeps for a cluster and writes before any server
 // (tlsSecrets, write.go's first writer): the route TLS CA and certificate

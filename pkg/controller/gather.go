@@ -121,6 +121,10 @@ type facts struct {
 	// leaf remotes' credentials): they are written before anything that
 	// renders them.
 	tlsSecrets []*corev1.Secret
+	// supercluster are the members (namespace/name, sorted) of the
+	// supercluster of a cluster with spec.gateway that this controller
+	// runs, the cluster among them (gatherSupercluster).
+	supercluster []string
 	// migrationBackups and migrationRestores are the NatsBackups and
 	// NatsRestores of the cluster's JetStream migrations
 	// (gatherMigration), copies.
@@ -189,6 +193,9 @@ func (g *gatherer) gather(ctx context.Context, nc *clusterv1beta1.NatsCluster, n
 	}
 	if err == nil {
 		err = g.gatherGatewayTLS(ctx, f)
+	}
+	if err == nil {
+		err = g.gatherSupercluster(f)
 	}
 	if err == nil {
 		err = g.gatherLeafCredentials(ctx, f)

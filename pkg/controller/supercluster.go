@@ -3,20 +3,25 @@ package controller
 // One rollout at a time across a supercluster. The JetStream meta group of
 // a supercluster spans every member cluster, so a server of east and one of
 // west restarting together take two of its peers at once, which no gate of
-// either cluster alone sees coming. NatsClusters with spec.gateway take
-// turns through one Lease in the controller's Lease namespace (that of its
-// leader election): a cluster takes it
-// before it restarts a server (a restart step, restart-all, or a server
-// removal) and holds it while its rollout lasts (Progressing True), so
-// another member waits, with the holder named in Progressing, until the
-// first is done or held. It is one Lease for every NatsCluster with a
-// gateway this controller runs, in whatever supercluster: rollouts of
-// clusters with gateways are rare, and a Lease per supercluster would have
-// to agree on who the members are before they are connected.
+// either cluster alone sees coming. The members of a supercluster (the
+// NatsClusters with spec.gateway that reach each other through gateway
+// remotes by clusterRef, gatherSupercluster) take turns through one Lease
+// of their own in the controller's Lease namespace (that of its leader
+// election), named after the first member: a cluster takes it before it
+// restarts a server (a restart step, restart-all, or a server removal) and
+// keeps it while its rollout takes steps, so another member waits, with the
+// holder named in Progressing. A member whose rollout takes no step of its
+// own for now (done, held, paused, blocked at its gate, a server that
+// cannot start, a migration waiting on its Job: Decision.KeepsTurn false) gives
+// its turn up, so one stuck member stops no other; the gates over the
+// shared meta group still keep two servers of the supercluster from being
+// down at once. Superclusters that do not reach each other never wait for
+// each other.
 
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -28,9 +33,15 @@ import (
 	"github.com/nats-operator/nats-operator/pkg/rollout"
 )
 
-// SuperclusterLeaseName is the Lease, in the controller's Lease namespace, that
-// NatsClusters with spec.gateway hold while they roll out.
-const SuperclusterLeaseName = "nats-operator-supercluster-rollout"
+// SuperclusterLeasePrefix begins the name of each supercluster's Lease, in
+// the controller's Lease namespace: then 12 hex digits of the SHA-256 of its
+// first member's namespace/name. The Lease's annotation AnnotationMembers
+// lists the members.
+const SuperclusterLeasePrefix = "nats-operator-supercluster-"
+
+// AnnotationSuperclusterMembers on a supercluster Lease lists its members
+// (namespace/name, comma-separated) as its last holder found them.
+const AnnotationSuperclusterMembers = "cluster.nats-operator.io/supercluster-members"
 
 // superclusterLeaseDuration is how long a holder's turn lasts without a
 // renewal (a controller that died mid-rollout): every sync of a rolling
@@ -46,7 +57,7 @@ const (
 // superclusterWaitError is a restart that waits for another member of the
 // supercluster to finish its rollout: a wait, reported in Progressing.
 type superclusterWaitError struct {
-	server, holder string
+	server, holder, lease string
 	// failure is the API server's words when the Lease could not be read
 	// or written: the step waits all the same.
 	failure string
@@ -54,10 +65,10 @@ type superclusterWaitError struct {
 
 func (e *superclusterWaitError) Error() string {
 	if e.failure != "" {
-		return fmt.Sprintf("before restarting %s: waiting, the supercluster Lease %s cannot be taken: %s", e.server, SuperclusterLeaseName, e.failure)
+		return fmt.Sprintf("before restarting %s: waiting, the supercluster Lease %s cannot be taken: %s", e.server, e.lease, e.failure)
 	}
-	return fmt.Sprintf("before restarting %s: waiting for NatsCluster %s, which is rolling out: NatsClusters with a gateway roll out one at a time (Lease %s), so that two servers of one supercluster never restart together",
-		e.server, e.holder, SuperclusterLeaseName)
+	return fmt.Sprintf("before restarting %s: waiting for NatsCluster %s, which is rolling out: the members of a supercluster roll out one at a time (Lease %s), so that two servers of one supercluster never restart together",
+		e.server, e.holder, e.lease)
 }
 
 // restarts says whether a step stops a server.
@@ -69,29 +80,31 @@ func restarts(step *rollout.Step) bool {
 	return false
 }
 
-// superclusterTurn takes (or keeps) the Lease for nc before a step that
-// stops server; a *superclusterWaitError when another cluster holds it.
-func (c *Controller) superclusterTurn(ctx context.Context, nc *clusterv1beta1.NatsCluster, server string) error {
+// superclusterTurn takes (or keeps) the Lease of nc's supercluster (its
+// members) before a step that stops server; a *superclusterWaitError when
+// another member holds it.
+func (c *Controller) superclusterTurn(ctx context.Context, nc *clusterv1beta1.NatsCluster, members []string, server string) error {
 	leases := c.kubeClient.CoordinationV1().Leases(c.leaseNamespace)
-	me, now := holderOf(nc), metav1.NewMicroTime(time.Now())
-	l, err := leases.Get(ctx, SuperclusterLeaseName, metav1.GetOptions{})
+	me, now, name := holderOf(nc), metav1.NewMicroTime(time.Now()), SuperclusterLeaseName(members)
+	annotations := map[string]string{AnnotationSuperclusterMembers: strings.Join(members, ",")}
+	l, err := leases.Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		seconds := superclusterLeaseSeconds
 		_, err = leases.Create(ctx, &coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Name: SuperclusterLeaseName, Namespace: c.leaseNamespace},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.leaseNamespace, Annotations: annotations},
 			Spec:       coordinationv1.LeaseSpec{HolderIdentity: &me, LeaseDurationSeconds: &seconds, AcquireTime: &now, RenewTime: &now, LeaseTransitions: new(int32(1))},
 		}, metav1.CreateOptions{FieldManager: FieldManager})
 		c.countWrite("leases", "create")
 		if apierrors.IsAlreadyExists(err) {
-			return &superclusterWaitError{server: server, holder: "(another member, just now)"}
+			return &superclusterWaitError{server: server, holder: "(another member, just now)", lease: name}
 		}
-		return leaseFailure(server, err)
+		return leaseFailure(server, name, err)
 	}
 	if err != nil {
-		return leaseFailure(server, err)
+		return leaseFailure(server, name, err)
 	}
 	if holder := leaseHolder(l); holder != "" && holder != me && !leaseExpired(l, now.Time) {
-		return &superclusterWaitError{server: server, holder: holder}
+		return &superclusterWaitError{server: server, holder: holder, lease: name}
 	}
 	if leaseHolder(l) != me {
 		l.Spec.AcquireTime = &now
@@ -104,29 +117,32 @@ func (c *Controller) superclusterTurn(ctx context.Context, nc *clusterv1beta1.Na
 	l.Spec.HolderIdentity, l.Spec.RenewTime = &me, &now
 	seconds := superclusterLeaseSeconds
 	l.Spec.LeaseDurationSeconds = &seconds
+	l.Annotations = annotations
 	_, err = leases.Update(ctx, l, metav1.UpdateOptions{FieldManager: FieldManager})
 	c.countWrite("leases", "update")
 	if apierrors.IsConflict(err) {
-		return &superclusterWaitError{server: server, holder: "(another member, just now)"}
+		return &superclusterWaitError{server: server, holder: "(another member, just now)", lease: name}
 	}
-	return leaseFailure(server, err)
+	return leaseFailure(server, name, err)
 }
 
-// superclusterKeep renews nc's turn while its rollout lasts and gives it
-// up once it is done or held (Progressing False, or paused). It reads the
-// Lease only for a cluster with a gateway (one whose gateway was removed
-// mid-rollout leaves its turn to expire).
-func (c *Controller) superclusterKeep(ctx context.Context, nc *clusterv1beta1.NatsCluster, d rollout.Decision) {
+// superclusterKeep renews nc's turn while its rollout takes steps and
+// gives it up once it takes none of its own (Decision.KeepsTurn false). It
+// reads the Lease only for a cluster with a gateway (one whose gateway was
+// removed mid-rollout, or whose supercluster changed, leaves its turn to
+// expire).
+func (c *Controller) superclusterKeep(ctx context.Context, nc *clusterv1beta1.NatsCluster, members []string, d rollout.Decision) {
 	if nc.Spec.Gateway == nil {
 		return
 	}
+	name := SuperclusterLeaseName(members)
 	leases := c.kubeClient.CoordinationV1().Leases(c.leaseNamespace)
-	l, err := leases.Get(ctx, SuperclusterLeaseName, metav1.GetOptions{})
+	l, err := leases.Get(ctx, name, metav1.GetOptions{})
 	if err != nil || leaseHolder(l) != holderOf(nc) {
 		return
 	}
 	now := metav1.NewMicroTime(time.Now())
-	rolling := d.Progressing.Status == metav1.ConditionTrue && d.Progressing.Reason != clusterv1beta1.ReasonRolloutPaused && nc.DeletionTimestamp == nil
+	rolling := d.KeepsTurn && nc.DeletionTimestamp == nil
 	switch {
 	case !rolling:
 		empty := ""
@@ -139,7 +155,7 @@ func (c *Controller) superclusterKeep(ctx context.Context, nc *clusterv1beta1.Na
 	_, err = leases.Update(ctx, l, metav1.UpdateOptions{FieldManager: FieldManager})
 	c.countWrite("leases", "update")
 	if err != nil {
-		klog.FromContext(ctx).Info("Could not renew or give up the supercluster Lease; it expires by itself", "lease", SuperclusterLeaseName, "err", err)
+		klog.FromContext(ctx).Info("Could not renew or give up the supercluster Lease; it expires by itself", "lease", name, "err", err)
 	}
 }
 
@@ -161,9 +177,9 @@ func leaseExpired(l *coordinationv1.Lease, now time.Time) bool {
 }
 
 // leaseFailure is a wait with the API server's words; nil without err.
-func leaseFailure(server string, err error) error {
+func leaseFailure(server, lease string, err error) error {
 	if err == nil {
 		return nil
 	}
-	return &superclusterWaitError{server: server, failure: err.Error()}
+	return &superclusterWaitError{server: server, lease: lease, failure: err.Error()}
 }

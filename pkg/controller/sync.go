@@ -243,7 +243,7 @@ func (c *Controller) finish(ctx context.Context, key cache.ObjectName, f *facts,
 		c.objectsWritten(status, nc, w.failed)
 	}
 	c.trustCurrent(status, nc, p.out)
-	c.superclusterKeep(ctx, nc, decision)
+	c.superclusterKeep(ctx, nc, p.facts.supercluster, decision)
 	c.metrics.recordDecision(key, decision, now.Time)
 	if r := decision.Rollout; r != nil && r.Gate != nil && r.Gate.WaitingFor != "" && decision.Step == nil {
 		// What each look that found the gate closed waited for, to read

@@ -151,7 +151,7 @@ func (c *Controller) writeAll(ctx context.Context, p *plan, r *writeResult) (*cl
 		var turn *superclusterWaitError
 		var err error
 		if nc.Spec.Gateway != nil && restarts(d.Step) {
-			err = c.superclusterTurn(ctx, nc, stepServer(d.Step))
+			err = c.superclusterTurn(ctx, nc, p.facts.supercluster, stepServer(d.Step))
 		}
 		if err == nil {
 			err = c.executeStep(ctx, p, d.Step, d.Progressing.Message)

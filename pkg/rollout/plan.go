@@ -96,6 +96,34 @@ import (
 // Plan decides the next step of a NatsCluster's rollout, or why there is none.
 // It is pure: the same Input always gives the same Decision.
 func Plan(in Input) Decision {
+	d := plan(in)
+	d.KeepsTurn = !yieldsTurn(&in, &d)
+	return d
+}
+
+// yieldsTurn: the rollout is not taking steps of its own for now (done,
+// held, paused, deleting, its gate closed for GateBlockedAfter, a server
+// that cannot start, or a migration waiting on its Job), so a member of a
+// supercluster gives up its turn and the others go on; the gates over the
+// shared meta group still keep two of its servers from being down at once.
+func yieldsTurn(in *Input, d *Decision) bool {
+	if d.Progressing.Status != metav1.ConditionTrue {
+		return true
+	}
+	switch d.Progressing.Reason {
+	case clusterv1beta1.ReasonGateBlocked, clusterv1beta1.ReasonRolloutPaused, clusterv1beta1.ReasonDeleting,
+		clusterv1beta1.ReasonMigratingJetStream, clusterv1beta1.ReasonMigrationBlocked:
+		return true
+	}
+	for _, s := range append(slices.Clone(in.Servers), in.ExtraServers...) {
+		if s.StartProblem != "" {
+			return true
+		}
+	}
+	return false
+}
+
+func plan(in Input) Decision {
 	// Deleting comes first: a cluster whose spec cannot render must still
 	// be deletable.
 	if in.Deleting {

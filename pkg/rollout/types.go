@@ -525,6 +525,12 @@ type Decision struct {
 	// added), else Restart with the rollout's restart reason.
 	AppliedBy     clusterv1beta1.ConfigAppliedBy
 	RestartReason string
+	// KeepsTurn says the rollout is taking steps of its own: a
+	// supercluster member keeps its turn (the supercluster Lease). False
+	// when it takes none for now (done, held, paused, deleting, blocked at
+	// its gate, a server that cannot start, a migration waiting on its
+	// Job): the member gives its turn up so the other members go on.
+	KeepsTurn bool
 }
 
 // Taken is a step's status.rollout and Progressing condition once taken.

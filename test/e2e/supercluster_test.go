@@ -354,7 +354,7 @@ func simultaneousVersionChanges(ctx context.Context, t *testing.T, east, west *f
 	}
 	// Both took their turn and gave it up: east's first rollout took the
 	// Lease once, the two here at least once each.
-	l, err := east.Kube.CoordinationV1().Leases("nats-system").Get(ctx, controller.SuperclusterLeaseName, metav1.GetOptions{})
+	l, err := east.Kube.CoordinationV1().Leases("nats-system").Get(ctx, controller.SuperclusterLeaseName([]string{nsSuperEast + "/east", nsSuperWest + "/west"}), metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("the supercluster Lease: %v", err)
 	}
