@@ -536,7 +536,7 @@ func (c *Controller) enqueueGatewayReferrers(obj interface{}) {
 	}
 	for _, nc := range ncs {
 		g, l := nc.Spec.Gateway, nc.Spec.LeafNodes
-		if (g != nil && g.TLS != nil && slices.ContainsFunc(g.Remotes, func(r clusterv1beta1.GatewayRemote) bool { return in(nc, r.ClusterRef) })) ||
+		if (g.TLSOn() && slices.ContainsFunc(g.Remotes, func(r clusterv1beta1.GatewayRemote) bool { return in(nc, r.ClusterRef) })) ||
 			(l != nil && slices.ContainsFunc(l.Remotes, func(r clusterv1beta1.LeafNodeRemote) bool { return r.TLS != nil && in(nc, r.ClusterRef) })) {
 			c.queue.Add(cache.MetaObjectToName(nc))
 		}

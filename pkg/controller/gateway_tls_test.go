@@ -25,7 +25,7 @@ import (
 // that does not exist, hold with CertificateNotReady naming the field.
 func TestGatewayCABundleHoldsOwnAndRemoteRoutesCAs(t *testing.T) {
 	nc := rt.NewCluster("east", "east", rt.Gateway(rt.GatewayTo("west", "west")))
-	nc.Spec.Gateway.TLS = &clusterv1beta1.GatewayTLS{}
+	nc.Spec.Gateway.TLS, nc.Spec.Gateway.Insecure = &clusterv1beta1.GatewayTLS{}, false
 	west := allowReferencesFrom(rt.NewCluster("west", "west", rt.Gateway(rt.GatewayTo("east", "east"))), "east")
 	westCA, err := pki.NewCA("west routes CA", time.Now())
 	if err != nil {

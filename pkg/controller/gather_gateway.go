@@ -35,7 +35,7 @@ func (g *gatherer) gatherGatewayTLS(ctx context.Context, f *facts) error {
 	nc := f.nc
 	gw := nc.Spec.Gateway
 	routes := f.tls.Routes
-	if gw == nil || gw.TLS == nil || routes == nil {
+	if !gw.TLSOn() || routes == nil {
 		return nil
 	}
 	bundle := [][]byte{f.routesCA}
@@ -56,7 +56,8 @@ func (g *gatherer) gatherGatewayTLS(ctx context.Context, f *facts) error {
 		}
 		bundle = append(bundle, ca)
 	}
-	if sel := gw.TLS.CASecret; sel != nil {
+	if gw.TLS != nil && gw.TLS.CASecret != nil {
+		sel := gw.TLS.CASecret
 		ca, err := g.caSecret(ctx, nc, *sel, "spec.gateway.tls.caSecret", "the PEM CA certificates of the remote clusters")
 		if err != nil {
 			return err

@@ -70,6 +70,7 @@ func (c *Controller) observedStatus(status *clusterv1beta1.NatsClusterStatus, f 
 	c.setCondition(status, nc, clusterv1beta1.ConditionSettled, v.Status, v.Reason, v.Message)
 	c.gatewaysConnected(status, nc, f, snap)
 	c.leafnodesConnected(status, nc, f, snap)
+	c.listenersAuthenticated(status, nc)
 
 	if nc.Spec.JetStream != nil {
 		status.JetStream = &clusterv1beta1.JetStreamStatus{
@@ -204,6 +205,40 @@ func (c *Controller) leafnodesConnected(status *clusterv1beta1.NatsClusterStatus
 	}
 	c.setCondition(status, nc, clusterv1beta1.ConditionLeafnodesConnected, metav1.ConditionTrue, clusterv1beta1.ReasonAllLeafnodesConnected,
 		fmt.Sprintf("every server has a leaf connection to each remote (%s)", strings.Join(names, ", ")))
+}
+
+// listenersAuthenticated sets ListenersAuthenticated with a gateway or a
+// leaf listener (and removes it without): False InsecureListeners names the
+// listeners the spec runs open, True says how each authenticates.
+func (c *Controller) listenersAuthenticated(status *clusterv1beta1.NatsClusterStatus, nc *clusterv1beta1.NatsCluster) {
+	g, l := nc.Spec.Gateway, nc.Spec.LeafNodes
+	accepts := l != nil && l.Accept
+	if g == nil && !accepts {
+		meta.RemoveStatusCondition(&status.Conditions, clusterv1beta1.ConditionListenersAuthenticated)
+		return
+	}
+	var open, secured []string
+	if g != nil {
+		if g.TLSOn() {
+			secured = append(secured, "the gateway by TLS verified on both sides")
+		} else {
+			open = append(open, "the gateway (spec.gateway.insecure): any pod that reaches port 7222 can join the supercluster and receive every account's messages")
+		}
+	}
+	if accepts {
+		if nc.Spec.Auth != nil {
+			secured = append(secured, "the leaf listener by the accounts of spec.auth")
+		} else {
+			open = append(open, "the leaf listener (spec.leafnodes.insecure): any pod that reaches port 7422 connects as a leaf into the global account")
+		}
+	}
+	if len(open) > 0 {
+		c.setCondition(status, nc, clusterv1beta1.ConditionListenersAuthenticated, metav1.ConditionFalse, clusterv1beta1.ReasonInsecureListeners,
+			"runs without authentication, as its spec says: "+strings.Join(open, "; "))
+		return
+	}
+	c.setCondition(status, nc, clusterv1beta1.ConditionListenersAuthenticated, metav1.ConditionTrue, clusterv1beta1.ReasonListenersAuthenticated,
+		"authenticated: "+strings.Join(secured, "; "))
 }
 
 // readableLimits are the JetStream limits every server's config gets, for

@@ -45,7 +45,7 @@ const (
 func routeTLSNames(nc *clusterv1beta1.NatsCluster) []string {
 	h := render.HeadlessServiceName(nc.Name) + "." + nc.Namespace + ".svc"
 	names := []string{"*." + h, "*." + h + ".cluster.local"}
-	if g, l := nc.Spec.Gateway, nc.Spec.LeafNodes; (g != nil && g.TLS != nil) || (l != nil && l.TLS != nil) {
+	if g, l := nc.Spec.Gateway, nc.Spec.LeafNodes; g.TLSOn() || (l != nil && l.TLS != nil) {
 		names = append(names, h, h+".cluster.local")
 	}
 	return names

@@ -52,8 +52,10 @@ func gatewayOf(nc *clusterv1beta1.NatsCluster, tls TLS) (*gatewayConfig, error) 
 		return nil, nil
 	}
 	var gatewayTLS *tlsConfig
-	if g.TLS != nil {
+	if g.TLSOn() {
 		switch {
+		case tls.Routes == nil && g.TLS == nil:
+			return nil, &SpecError{Field: "spec.gateway", Message: "runs with TLS, presenting the routes' certificate, and spec.routes.tls is Disabled: turn route TLS on, or set spec.gateway.insecure: true to run the gateway without TLS (and without authentication)"}
 		case tls.Routes == nil:
 			return nil, &SpecError{Field: "spec.gateway.tls", Message: "needs route TLS: every server presents the routes' certificate to the other clusters, and spec.routes.tls is Disabled"}
 		case tls.Gateway == nil:
@@ -140,6 +142,9 @@ func validateStoredGateway(g *clusterv1beta1.GatewaySpec) error {
 		if k := t.CASecret.Key; k != "" && (len(k) > 253 || !keyNameRE.MatchString(k)) {
 			return &SpecError{Field: "spec.gateway.tls.caSecret.key", Message: fmt.Sprintf("%q is no Secret key", k)}
 		}
+	}
+	if g.TLS != nil && g.Insecure {
+		return &SpecError{Field: "spec.gateway.insecure", Message: "spec.gateway.insecure runs the gateway without TLS: it cannot be set with spec.gateway.tls"}
 	}
 	seen := map[string]bool{}
 	for i, r := range g.Remotes {

@@ -152,7 +152,7 @@ func TestLeafNodesAreRenderedAndLoadInNatsServer(t *testing.T) {
 // facts); without route TLS it is a SpecError naming spec.gateway.tls.
 func TestGatewayTLSIsRenderedAndNeedsRouteTLS(t *testing.T) {
 	nc := rt.NewCluster("east", "demo", rt.JetStream(), rt.Gateway(rt.GatewayTo("west", "west")))
-	nc.Spec.Gateway.TLS = &clusterv1beta1.GatewayTLS{}
+	nc.Spec.Gateway.TLS, nc.Spec.Gateway.Insecure = &clusterv1beta1.GatewayTLS{}, false
 	routes := &render.TLSFiles{Secret: "demo-routes-tls", CertKey: "tls.crt", KeyKey: "tls.key", CAKey: "ca.crt", Digest: "r1", CADigest: "c1", Verify: true}
 	gateway := &render.TLSFiles{Secret: "demo-routes-tls", CertKey: "tls.crt", KeyKey: "tls.key", CAKey: "ca.crt", CASecret: "demo" + render.GatewayCASuffix,
 		Digest: "r1", CADigest: "bundle1", Verify: true}
@@ -343,7 +343,7 @@ func startGatewayServer(t *testing.T, name string, ca pki.Pair, bundle []byte, r
 		remotes = append(remotes, clusterv1beta1.GatewayRemote{Name: "west", URLs: []string{"tls://" + remote}})
 	}
 	nc := rt.NewCluster(name, name, rt.Replicas(1), rt.Gateway(remotes...))
-	nc.Spec.Gateway.TLS = &clusterv1beta1.GatewayTLS{}
+	nc.Spec.Gateway.TLS, nc.Spec.Gateway.Insecure = &clusterv1beta1.GatewayTLS{}, false
 	files := &render.TLSFiles{Secret: name + "-routes-tls", CertKey: "tls.crt", KeyKey: "tls.key", CAKey: "ca.crt", Digest: "r", CADigest: "c", Verify: true}
 	gateway := *files
 	gateway.CASecret = name + render.GatewayCASuffix

@@ -73,6 +73,7 @@ func validateStored(nc *clusterv1beta1.NatsCluster) error {
 	if err := validateStoredLeafNodes(s.LeafNodes); err != nil {
 		return err
 	}
+
 	if err := validateStoredTLS(s); err != nil {
 		return err
 	}
@@ -88,6 +89,11 @@ func validateStored(nc *clusterv1beta1.NatsCluster) error {
 				return bad("spec.podTemplate.spec.containers", "container %s has no image", c.Name)
 			}
 		}
+	}
+	// Last: a spec stored before the rule (an earlier release) is held
+	// with it, and every other refusal names its own field first.
+	if l := s.LeafNodes; l != nil && l.Accept && s.Auth == nil && !l.Insecure {
+		return bad("spec.leafnodes.accept", "without spec.auth admits any leaf, unauthenticated, into the global account: set spec.auth (leaves then authenticate as users of its accounts), or spec.leafnodes.insecure: true to run the leaf listener open")
 	}
 	return nil
 }

@@ -337,7 +337,7 @@ var effects = map[ChangeKind]Effect{
 		Why: "servers with the gateway and servers without it cannot keep one JetStream meta group across the supercluster, and their clients' messages reach the other clusters only from some servers"},
 	ChangeGatewayRemotes: {What: "other gateway remotes, advertise address or rejectUnknownCluster"},
 	ChangeGatewayTLS: {Splits: true, What: "turning gateway TLS on or off", HoldReason: clusterv1beta1.ReasonGatewayChangeBlocked,
-		Why: "a server with gateway TLS and one without cannot connect to each other: the clusters would reach each other only from some servers"},
+		Why: "a server with gateway TLS and one without cannot connect to each other: the clusters would reach each other only from some servers (gateway TLS is on unless spec.gateway.insecure is true: a cluster an earlier release made without spec.gateway.tls keeps running as it does with insecure: true)"},
 	ChangeGatewayCA:       {ReloadsWithoutAuth: true, What: "another gateway CA bundle"},
 	ChangeLeafnodesAccept: {What: "accepting leaf connections or no longer"},
 	ChangeLeafnodesTLS:    {What: "the leaf listener's TLS turned on or off"},

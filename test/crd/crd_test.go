@@ -296,6 +296,9 @@ var badClusters = []badCluster{
 	{name: "a leaf remote name that is no DNS label is refused", edits: []edit{set("spec.leafnodes.remotes", []any{map[string]any{"name": "Hub_1", "urls": []any{"nats://h:7422"}}})},
 		field: "spec.leafnodes.remotes[0].name", reason: metav1.StatusReasonInvalid},
 	{name: "an advertise address without a port is refused", edits: []edit{set("spec.gateway.advertise", "gw.example.com")}, field: "spec.gateway.advertise", reason: metav1.StatusReasonInvalid},
+	{name: "accepting leaves without auth is refused", edits: []edit{remove("spec.auth")}, field: "spec.leafnodes.accept", reason: metav1.StatusReasonInvalid},
+	{name: "gateway insecure beside gateway TLS is refused", edits: []edit{set("spec.gateway.tls", map[string]any{}), set("spec.gateway.insecure", true)}, field: "spec.gateway.insecure", reason: metav1.StatusReasonInvalid},
+	{name: "a gateway with TLS (the default) and route TLS Disabled is refused", edits: []edit{set("spec.routes", map[string]any{"tls": map[string]any{"mode": "Disabled"}})}, field: "spec.gateway", reason: metav1.StatusReasonInvalid},
 	{name: "leaf listener TLS without accept is refused", edits: []edit{set("spec.leafnodes", map[string]any{"tls": map[string]any{}})},
 		field: "spec.leafnodes.tls", reason: metav1.StatusReasonInvalid},
 	{name: "TLS on a leaf remote by urls without a CA Secret is refused", edits: []edit{set("spec.leafnodes.remotes", []any{map[string]any{

@@ -187,6 +187,11 @@ func renderedObjects(u *unstructured.Unstructured, trust *render.Trust) ([]runti
 	if ct := nc.Spec.TLS; ct != nil {
 		in.TLS.Client = tlsFiles(nc.Name+"-client-tls", ct.Secret)
 	}
+	if r := in.TLS.Routes; r != nil && nc.Spec.Gateway.TLSOn() {
+		gw := *r
+		gw.CASecret, gw.CAKey, gw.CADigest = nc.Name+"-gateway-ca", "ca.crt", "9876543210"
+		in.TLS.Gateway = &gw
+	}
 	out, err := render.Render(in)
 	if err != nil {
 		return nil, err
@@ -465,6 +470,9 @@ func genGateway(i int) map[string]any {
 	if rng.IntN(3) == 0 {
 		gw["rejectUnknownCluster"] = true
 	}
+	if rng.IntN(2) == 0 {
+		gw["insecure"] = true
+	}
 	return gw
 }
 
@@ -476,6 +484,11 @@ func genLeafNodes(i int) map[string]any {
 		return nil
 	}
 	ln := map[string]any{"accept": rng.IntN(2) == 0}
+	// Accepting leaves needs spec.auth or insecure: most say insecure,
+	// some are refused when the spec has no auth.
+	if rng.IntN(5) != 0 {
+		ln["insecure"] = true
+	}
 	var remotes []any
 	for k := range rng.IntN(3) {
 		r := map[string]any{"name": fmt.Sprintf("hub-%d", k)}
@@ -676,7 +689,7 @@ func TestTheLongestNameWithTheMostServersRendersValidObjects(t *testing.T) {
 	}
 	longest := "n" + strings.Repeat("a", clusterv1beta1.MaxNameLength-1)
 	cluster := func(name string) *unstructured.Unstructured {
-		u := newCluster(name, set("spec.replicas", int64(99)), remove("spec.auth"))
+		u := newCluster(name, set("spec.replicas", int64(99)), remove("spec.auth"), set("spec.leafnodes.insecure", true), set("spec.gateway.insecure", true))
 		return u
 	}
 	created, err := dyn.Create(ctx, cluster(longest), dryRunCreate)

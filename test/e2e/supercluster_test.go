@@ -32,7 +32,9 @@ var (
 // of the supercluster trusts the same NATS operator and system account)
 // into the NatsCluster name with a gateway to the NatsCluster remote of
 // namespace remoteNS, on version, with gateway TLS (the routes' generated
-// certificate, the remote's routes CA in the bundle), and, with
+// certificate, the remote's routes CA in the bundle): west says tls: {},
+// east says nothing more of its gateway than its remote (TLS is the
+// default), and, with
 // acceptLeaves, accepting leaf connections over TLS. It allows references
 // from the remote's namespace (and, accepting leaves, from the leaf
 // cluster's, nsSuperEdge): a clusterRef from another namespace needs it.
@@ -56,7 +58,9 @@ func superclusterMember(name, version, remote, remoteNS string, acceptLeaves boo
 		_ = unstructured.SetNestedSlice(o.Object, []any{map[string]any{
 			"name": remote, "clusterRef": map[string]any{"name": remote, "namespace": remoteNS},
 		}}, "spec", "gateway", "remotes")
-		_ = unstructured.SetNestedMap(o.Object, map[string]any{}, "spec", "gateway", "tls")
+		if name != "east" {
+			_ = unstructured.SetNestedMap(o.Object, map[string]any{}, "spec", "gateway", "tls")
+		}
 		if acceptLeaves {
 			_ = unstructured.SetNestedField(o.Object, true, "spec", "leafnodes", "accept")
 			_ = unstructured.SetNestedMap(o.Object, map[string]any{}, "spec", "leafnodes", "tls")
@@ -72,8 +76,8 @@ func checkGatewayCABundle(ctx context.Context, t *testing.T, s *framework.Stack,
 	if err != nil {
 		t.Fatal(err)
 	}
-	if nc.Spec.Gateway == nil || nc.Spec.Gateway.TLS == nil {
-		t.Fatalf("%s/%s has no spec.gateway.tls: %+v", ns, name, nc.Spec.Gateway)
+	if !nc.Spec.Gateway.TLSOn() {
+		t.Fatalf("%s/%s runs its gateway without TLS: %+v", ns, name, nc.Spec.Gateway)
 	}
 	bundle, err := s.Kube.CoreV1().Secrets(ns).Get(ctx, name+"-gateway-ca", metav1.GetOptions{})
 	if err != nil {
@@ -153,9 +157,15 @@ func TestSuperclusterOfTwoNatsClusters(t *testing.T) {
 	// them proves each verified the other's certificate against its bundle.
 	checkGatewayCABundle(ctx, t, east, nsSuperEast, "east", nsSuperWest, "west")
 	checkGatewayCABundle(ctx, t, west, nsSuperWest, "west", nsSuperEast, "east")
+	if c := meta.FindStatusCondition(mustCluster(ctx, t, east, nsSuperEast, "east").Status.Conditions, clusterv1beta1.ConditionListenersAuthenticated); c == nil || c.Status != metav1.ConditionTrue {
+		t.Errorf("east's ListenersAuthenticated is %+v, want True", c)
+	} else {
+		t.Logf("east: ListenersAuthenticated %s: %s", c.Reason, c.Message)
+	}
 
 	eastURLs := east.PodURLs(ctx, t, nsSuperEast, "east")
 	appCreds := east.CredsFile(ctx, t, nsSuperEast, "demo-app-creds")
+	checkRogueServerIsRefused(ctx, t, east, nsSuperEast, "east", appCreds)
 	conn := framework.Connect(t, eastURLs, nats.UserCredentials(appCreds))
 	js, err := jetstream.New(conn)
 	if err != nil {

@@ -191,10 +191,12 @@ func LameDuck(duration, gracePeriod string) ClusterOption {
 }
 
 // Gateway gives the cluster spec.gateway with these remotes (none: it only
-// listens), replacing any it had.
+// listens), replacing any it had, without TLS (insecure: the renderer's
+// tests have no route TLS; a test of gateway TLS sets tls and clears
+// insecure).
 func Gateway(remotes ...clusterv1beta1.GatewayRemote) ClusterOption {
 	return func(nc *clusterv1beta1.NatsCluster) {
-		nc.Spec.Gateway = &clusterv1beta1.GatewaySpec{Remotes: remotes}
+		nc.Spec.Gateway = &clusterv1beta1.GatewaySpec{Remotes: remotes, Insecure: true}
 	}
 }
 
@@ -205,9 +207,9 @@ func GatewayTo(namespace, name string) clusterv1beta1.GatewayRemote {
 }
 
 // LeafNodes gives the cluster spec.leafnodes: accepting leaf connections
-// or not, and these remotes.
+// (insecure: without spec.auth) or not, and these remotes.
 func LeafNodes(accept bool, remotes ...clusterv1beta1.LeafNodeRemote) ClusterOption {
 	return func(nc *clusterv1beta1.NatsCluster) {
-		nc.Spec.LeafNodes = &clusterv1beta1.LeafNodesSpec{Accept: accept, Remotes: remotes}
+		nc.Spec.LeafNodes = &clusterv1beta1.LeafNodesSpec{Accept: accept, Insecure: accept, Remotes: remotes}
 	}
 }

@@ -85,7 +85,7 @@ func gatewayCases() []gatewayCase {
 	withTLS := func(s matrixSpec, gatewayTLS bool) matrixSpec {
 		s.tls.Routes = matrixTLSFiles
 		if gatewayTLS {
-			s.cluster.Spec.Gateway.TLS = &clusterv1beta1.GatewayTLS{}
+			s.cluster.Spec.Gateway.TLS, s.cluster.Spec.Gateway.Insecure = &clusterv1beta1.GatewayTLS{}, false
 			f := *matrixGatewayFiles
 			f.CASecret = s.cluster.Name + render.GatewayCASuffix
 			s.tls.Gateway = &f

@@ -33,6 +33,19 @@ const (
 // are not.
 const ConditionLeafnodesConnected = "LeafnodesConnected"
 
+// ConditionListenersAuthenticated (with spec.gateway or
+// spec.leafnodes.accept) says whether the gateway and leaf listeners
+// authenticate who connects: the gateway by TLS verified on both sides, the
+// leaf listener by spec.auth. False InsecureListeners names the listeners
+// the spec runs open (spec.gateway.insecure, spec.leafnodes.insecure).
+const ConditionListenersAuthenticated = "ListenersAuthenticated"
+
+// Reasons of the ListenersAuthenticated condition.
+const (
+	ReasonListenersAuthenticated = "Authenticated"
+	ReasonInsecureListeners      = "InsecureListeners"
+)
+
 // Reasons of the LeafnodesConnected condition.
 const (
 	ReasonAllLeafnodesConnected = "AllLeafnodesConnected"

@@ -10,6 +10,7 @@ package v1beta1
 // Adding the gateway to a running cluster with JetStream, or removing it,
 // is held with OwnMetaGroup: the cluster's JetStream meta group and the
 // supercluster's would be two.
+// +kubebuilder:validation:XValidation:rule="!has(self.tls) || !has(self.insecure) || !self.insecure",message="insecure (no gateway TLS) contradicts tls",fieldPath=".insecure"
 // +kubebuilder:validation:XValidation:rule="has(self.name) == has(oldSelf.name) && (!has(self.name) || self.name == oldSelf.name)",message="spec.gateway.name cannot be changed: it is the cluster's name in the supercluster (nats-server's cluster.name), which every stream placement and every other cluster's remote names",fieldPath=".name"
 type GatewaySpec struct {
 	// name is the gateway's name, which nats-server makes the cluster's name
@@ -55,9 +56,19 @@ type GatewaySpec struct {
 	// it on or off on a running cluster splits the supercluster one server
 	// at a time (a server with gateway TLS and one without cannot connect):
 	// it is held with GatewayChangeBlocked, like adding the gateway.
+	// Absent, the gateway runs with TLS all the same, unless insecure.
 	// +optional
 	TLS *GatewayTLS `json:"tls,omitempty"`
+
+	// insecure runs the gateway without TLS, unauthenticated: any pod
+	// reaching port 7222 can join as a gateway and read and publish every
+	// account's messages. Condition ListenersAuthenticated reports it.
+	// +optional
+	Insecure bool `json:"insecure,omitempty"`
 }
+
+// TLSOn says whether the gateway runs with TLS: unless insecure.
+func (g *GatewaySpec) TLSOn() bool { return g != nil && (g.TLS != nil || !g.Insecure) }
 
 // GatewayTLS is the TLS of the gateway connections. Every server presents
 // the routes' certificate (spec.routes.tls, which must not be Disabled):

@@ -14,8 +14,14 @@ type LeafNodesSpec struct {
 	// authenticates with the credentials of a user of an account the
 	// servers trust, and lands in that account; without auth it lands in
 	// the global account.
+	// It needs spec.auth or insecure.
 	// +optional
 	Accept bool `json:"accept,omitempty"`
+
+	// insecure accepts leaves without spec.auth, unauthenticated, into
+	// the global account. Condition ListenersAuthenticated reports it.
+	// +optional
+	Insecure bool `json:"insecure,omitempty"`
 
 	// tls makes the leaf listener (accept) require TLS: every server
 	// presents the routes' certificate (spec.routes.tls, which must not be

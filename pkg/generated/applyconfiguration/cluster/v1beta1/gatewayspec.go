@@ -59,7 +59,12 @@ type GatewaySpecApplyConfiguration struct {
 	// it on or off on a running cluster splits the supercluster one server
 	// at a time (a server with gateway TLS and one without cannot connect):
 	// it is held with GatewayChangeBlocked, like adding the gateway.
+	// Absent, the gateway runs with TLS all the same, unless insecure.
 	TLS *GatewayTLSApplyConfiguration `json:"tls,omitempty"`
+	// insecure runs the gateway without TLS, unauthenticated: any pod
+	// reaching port 7222 can join as a gateway and read and publish every
+	// account's messages. Condition ListenersAuthenticated reports it.
+	Insecure *bool `json:"insecure,omitempty"`
 }
 
 // GatewaySpecApplyConfiguration constructs a declarative configuration of the GatewaySpec type for use with
@@ -110,5 +115,13 @@ func (b *GatewaySpecApplyConfiguration) WithRejectUnknownCluster(value bool) *Ga
 // If called multiple times, the TLS field is set to the value of the last call.
 func (b *GatewaySpecApplyConfiguration) WithTLS(value *GatewayTLSApplyConfiguration) *GatewaySpecApplyConfiguration {
 	b.TLS = value
+	return b
+}
+
+// WithInsecure sets the Insecure field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Insecure field is set to the value of the last call.
+func (b *GatewaySpecApplyConfiguration) WithInsecure(value bool) *GatewaySpecApplyConfiguration {
+	b.Insecure = &value
 	return b
 }

@@ -38,7 +38,11 @@ type LeafNodesSpecApplyConfiguration struct {
 	// authenticates with the credentials of a user of an account the
 	// servers trust, and lands in that account; without auth it lands in
 	// the global account.
+	// It needs spec.auth or insecure.
 	Accept *bool `json:"accept,omitempty"`
+	// insecure accepts leaves without spec.auth, unauthenticated, into
+	// the global account. Condition ListenersAuthenticated reports it.
+	Insecure *bool `json:"insecure,omitempty"`
 	// tls makes the leaf listener (accept) require TLS: every server
 	// presents the routes' certificate (spec.routes.tls, which must not be
 	// Disabled; the generated one is then also issued for
@@ -63,6 +67,14 @@ func LeafNodesSpec() *LeafNodesSpecApplyConfiguration {
 // If called multiple times, the Accept field is set to the value of the last call.
 func (b *LeafNodesSpecApplyConfiguration) WithAccept(value bool) *LeafNodesSpecApplyConfiguration {
 	b.Accept = &value
+	return b
+}
+
+// WithInsecure sets the Insecure field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Insecure field is set to the value of the last call.
+func (b *LeafNodesSpecApplyConfiguration) WithInsecure(value bool) *LeafNodesSpecApplyConfiguration {
+	b.Insecure = &value
 	return b
 }
 
