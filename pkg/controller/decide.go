@@ -203,8 +203,9 @@ func planInput(f *facts, out *render.Output, snap *observe.Snapshot, blocked *ro
 			nc.Spec.JetStream.VolumeClaimTemplate.WhenDeleted == clusterv1beta1.ClaimDelete,
 		// Observed even when blocked: a cluster being deleted is released
 		// by the streams it holds.
-		Observation:   observation(snap),
-		ReloadTimeout: o.reloadTimeout,
+		Observation:      observation(snap),
+		ReloadTimeout:    o.reloadTimeout,
+		JetStreamRemotes: f.jetStreamRemotes,
 	}
 	// A server with objects that did not answer holds what is unknown,
 	// never nothing (deletion, reset-jetstream, data loss).
@@ -335,6 +336,14 @@ func observation(snap *observe.Snapshot) rollout.Observation {
 		}
 	}
 	obs.Assets = assets(snap)
+	for _, srv := range snap.Servers {
+		for _, g := range srv.Gateways {
+			if !slices.Contains(obs.Gateways, g) {
+				obs.Gateways = append(obs.Gateways, g)
+			}
+		}
+	}
+	slices.Sort(obs.Gateways)
 	return obs
 }
 

@@ -125,6 +125,9 @@ type facts struct {
 	// supercluster of a cluster with spec.gateway that this controller
 	// runs, the cluster among them (gatherSupercluster).
 	supercluster []string
+	// jetStreamRemotes are the gateway remotes (by name) that run or may
+	// run a JetStream meta group of their own (gatherSupercluster).
+	jetStreamRemotes []string
 	// migrationBackups and migrationRestores are the NatsBackups and
 	// NatsRestores of the cluster's JetStream migrations
 	// (gatherMigration), copies.

@@ -26,6 +26,17 @@ func (g *gatherer) gatherSupercluster(f *facts) error {
 		return err
 	}
 	f.supercluster = superclusterOf(holderOf(nc), all)
+	for _, r := range nc.Spec.Gateway.Remotes {
+		if r.ClusterRef != nil {
+			other, err := g.src.Clusters.NatsClusters(cmp.Or(r.ClusterRef.Namespace, nc.Namespace)).Get(r.ClusterRef.Name)
+			if err != nil || other.Spec.JetStream == nil {
+				// Not there yet, or without JetStream: no meta group of
+				// its own to merge.
+				continue
+			}
+		}
+		f.jetStreamRemotes = append(f.jetStreamRemotes, r.Name)
+	}
 	return nil
 }
 

@@ -145,6 +145,9 @@ func plan(in Input) Decision {
 	if len(p.need) == 0 {
 		return p.noStepNeeded()
 	}
+	if d, ok := p.joiningMetaGroups(); ok {
+		return d
+	}
 	if d, ok := p.heldTransition(); ok {
 		return d
 	}

@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,6 +47,75 @@ func (p *planner) ownMetaGroup(streams []StreamRef) (Decision, bool) {
 	}), true
 }
 
+// joiningMetaGroups holds a new gateway remote that would join two
+// JetStream meta groups: the cluster runs JetStream, the remote runs (or
+// may run) a meta group of its own (Input.JetStreamRemotes), and no
+// server has a gateway to it yet (Observation.Gateways), so the two are
+// not one supercluster today. Rolled one server at a time, the gateway
+// matrix finds the merged meta group does not list one side's streams
+// (the case "a remote joining two meta groups"). A remote some server
+// already reaches (through another member) joins nothing new.
+func (p *planner) joiningMetaGroups() (Decision, bool) {
+	if !slices.ContainsFunc(p.changes, func(c Change) bool { return c.Kind == ChangeGatewayRemotes }) ||
+		!p.in.Target.Gateway || !(p.runsJetStream() || p.in.Target.JetStream) || !p.in.Observation.Observed {
+		return Decision{}, false
+	}
+	running := map[string]bool{}
+	for _, s := range p.need {
+		if s.Running.Gateway {
+			for _, n := range remoteNames(s.Running.GatewayRemotes) {
+				running[n] = true
+			}
+		}
+	}
+	var joining []string
+	for _, n := range remoteNames(p.in.Target.GatewayRemotes) {
+		if !running[n] && slices.Contains(p.in.JetStreamRemotes, n) && !slices.Contains(p.in.Observation.Gateways, n) {
+			joining = append(joining, n)
+		}
+	}
+	if len(joining) == 0 {
+		return Decision{}, false
+	}
+	streams := sortedStreams(p.in.Observation.Streams)
+	held := ""
+	switch {
+	case !p.in.Observation.streamsKnown():
+		held = "; the streams it holds are unknown"
+	case len(streams) > 0:
+		held = fmt.Sprintf("; it holds %d %s (%s)", len(streams), plural(len(streams), "stream", "streams"), describeStreams(streams))
+	}
+	own := "a JetStream meta group of its own"
+	if l := p.in.Observation.MetaLeader; l != "" {
+		own += " (leader " + l + ")"
+	}
+	msg := fmt.Sprintf("adding the gateway remote %s cannot be done on a running cluster with JetStream: %s runs %s%s, no server reaches %s yet, and %s runs (or may run) another; "+
+		"nats-server would put every server under one meta leader whose meta group does not list the other group's streams (they run on, unmanaged), "+
+		"so no restart makes it safe. Remove the remote to go back; to join, back up the streams of one side, delete its NatsCluster and volumes, and create it again with the remote: "+
+		"a new cluster joins with no meta group of its own",
+		strings.Join(joining, ", "), p.in.Cluster, own, held, strings.Join(joining, ", "), strings.Join(joining, ", "))
+	reason := clusterv1beta1.ReasonOwnMetaGroup
+	return p.decision(Decision{
+		Hold: &Hold{Reason: reason, Message: msg, WaitingFor: "spec.gateway.remotes"},
+		Rollout: &clusterv1beta1.RolloutStatus{
+			TargetRevision: p.in.TargetRevision,
+			Pending:        p.allServersTogether(),
+		},
+		Progressing: condition(metav1.ConditionFalse, reason, msg),
+	}), true
+}
+
+// remoteNames are the remote clusters' names of a GatewayRemotes fact.
+func remoteNames(remotes string) []string {
+	var names []string
+	for _, part := range strings.Split(remotes, "; ") {
+		if name, _, ok := strings.Cut(part, "="); ok && name != "advertise" {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
 // gatewayRemoteNames are the remote clusters' names of the gateway
 // joined (the target's) or left (a running server's).
 func (p *planner) gatewayRemoteNames() []string {
@@ -58,13 +128,7 @@ func (p *planner) gatewayRemoteNames() []string {
 			}
 		}
 	}
-	var names []string
-	for _, part := range strings.Split(remotes, "; ") {
-		if name, _, ok := strings.Cut(part, "="); ok && name != "advertise" {
-			names = append(names, name)
-		}
-	}
-	return names
+	return remoteNames(remotes)
 }
 
 func ownMetaGroupMessage(cluster string, joining bool, remotes []string, leader string, streams []StreamRef, streamsKnown bool) string {

@@ -28,6 +28,11 @@ type Input struct {
 	// Cluster is the NatsCluster's name, e.g. demo.
 	Cluster string
 
+	// JetStreamRemotes are the gateway remotes (by name) that run, or may
+	// run, a JetStream meta group of their own: a remote NatsCluster with
+	// spec.jetstream, and every remote by URLs (nothing says it does not).
+	JetStreamRemotes []string
+
 	// TargetRevision is the cluster's config revision pkg/render computed
 	// for the spec (status.rollout.targetRevision, and status.config.revision
 	// once converged). Each server's own is in ServerState.
@@ -271,6 +276,10 @@ type Observation struct {
 	// answer: what they hold is unknown, never taken as nothing. Streams
 	// and Assets list only what answering servers report.
 	Silent []string
+	// Gateways are the clusters some server has an outbound gateway to
+	// (its /gatewayz): those already in the supercluster, so in its meta
+	// group.
+	Gateways []string
 }
 
 // streamsKnown says Streams lists every stream: the cluster was observed

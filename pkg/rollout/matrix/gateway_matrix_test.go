@@ -474,22 +474,48 @@ func westStreamWritable(east []*natsServer, acked *int) (bool, string) {
 // nats-server 2.15.2 every server follows west's meta leader and the meta
 // group lists only west's stream: east's keeps running on its own Raft
 // group, unknown to JetStream's API (not listed, not managed).
+//
+// The case "a remote joining two meta groups" is why the planner holds a
+// gateway remote added between two clusters that each run a meta group of
+// their own (rollout.joiningMetaGroups): east already has a gateway that
+// names no remote, so a meta group of its own, and gains the remote west,
+// rolled one server at a time (ChangeGatewayRemotes).
 func TestJoiningWithAMetaGroupOfItsOwn(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real nats-server processes; skipped with -short")
 	}
-	bins := map[string]string{"2.15.2": natsBinary(t, "2.15.2")}
 	base := []rendertest.ClusterOption{rendertest.JetStreamLimits("256Mi", "1Gi")}
-	eastOld := matrixSpec{cluster: rendertest.NewCluster("east", "east", base...)}
-	eastNew := matrixSpec{cluster: rendertest.NewCluster("east", "east", append(base, rendertest.Gateway(rendertest.GatewayTo("west", "west")))...)}
+	toWest := rendertest.GatewayTo("west", "west")
+	for _, c := range []struct {
+		name     string
+		old      []rendertest.ClusterOption
+		kind     ChangeKind
+		together bool
+	}{
+		{"the gateway added, servers restarted together", nil, ChangeGateway, true},
+		{"a remote joining two meta groups, one server at a time", []rendertest.ClusterOption{rendertest.Gateway()}, ChangeGatewayRemotes, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			eastOld := matrixSpec{cluster: rendertest.NewCluster("east", "east", slices.Concat(base, c.old)...)}
+			eastNew := matrixSpec{cluster: rendertest.NewCluster("east", "east", append(slices.Clone(base), rendertest.Gateway(toWest))...)}
+			joinMetaGroups(t, base, eastOld, eastNew, c.kind, c.together)
+		})
+	}
+}
+
+// joinMetaGroups runs one case of TestJoiningWithAMetaGroupOfItsOwn: east
+// moves from eastOld to eastNew (kind), its servers restarted together or
+// one at a time from the highest ordinal.
+func joinMetaGroups(t *testing.T, base []rendertest.ClusterOption, eastOld, eastNew matrixSpec, kind ChangeKind, together bool) {
+	bins := map[string]string{"2.15.2": natsBinary(t, "2.15.2")}
 	// west's gateway names no remote: a server whose gateway lists a
 	// remote it cannot reach forms no meta group (nats-server waits for
 	// the supercluster's peers before it bootstraps one), and east has
 	// no gateway yet.
 	westSpec := matrixSpec{cluster: rendertest.NewCluster("west", "west", append(base, rendertest.Gateway())...)}
 	p := placeSupercluster(t, eastOld, eastNew, westSpec)
-	if got := classifyRendered(t, p.eastOld, p.eastNew); !slices.Equal(got, []ChangeKind{ChangeGateway}) {
-		t.Fatalf("Classify(old, new) = %v, want exactly [Gateway]", got)
+	if got := classifyRendered(t, p.eastOld, p.eastNew); !slices.Equal(got, []ChangeKind{kind}) {
+		t.Fatalf("Classify(old, new) = %v, want exactly [%s]", got, kind)
 	}
 	old := p.runs(t, p.eastOld, "2.15.2", bins, p.east)
 	new := p.runs(t, p.eastNew, "2.15.2", bins, p.east)
@@ -517,11 +543,20 @@ func TestJoiningWithAMetaGroupOfItsOwn(t *testing.T) {
 	westLeader, _ := west[0].meta()
 	t.Logf("before: east's meta leader %s, west's %s", eastLeader.Leader, westLeader.Leader)
 
-	for _, s := range east {
-		s.stop()
-	}
-	for i, s := range east {
-		s.start(t, new[i])
+	if together {
+		for _, s := range east {
+			s.stop()
+		}
+		for i, s := range east {
+			s.start(t, new[i])
+		}
+	} else {
+		for i := 2; i >= 0; i-- {
+			east[i].stop()
+			east[i].start(t, new[i])
+			st := observeSupercluster(east, west, true, false, nil, 20*time.Second)
+			t.Logf("after rolling %s onto the remote: %s (%s)", east[i].name(), st, st.detail)
+		}
 	}
 	joined := observeSupercluster(east, west, true, false, nil, 30*time.Second)
 	leaders := map[string]bool{}
@@ -554,8 +589,8 @@ func TestJoiningWithAMetaGroupOfItsOwn(t *testing.T) {
 		slices.Contains(listed, streamName) && slices.Contains(listed, westStream) &&
 		slices.Contains(listedAfter, streamName) && slices.Contains(listedAfter, westStream)
 	if whole {
-		t.Errorf("a cluster with a meta group of its own joined the supercluster and kept one meta group that knows both streams, through a rolling restart: " +
-			"nats-server may now merge meta groups, and the OwnMetaGroup hold (rollout.ownMetaGroup) should be measured again")
+		t.Errorf("a cluster with a meta group of its own joined the supercluster (%s) and kept one meta group that knows both streams, through a rolling restart: "+
+			"nats-server may now merge meta groups, and the OwnMetaGroup holds (rollout.ownMetaGroup, rollout.joiningMetaGroups) should be measured again", kind)
 	}
 }
 
