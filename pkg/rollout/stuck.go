@@ -64,6 +64,14 @@ func (p *planner) gateWithout(server string) string {
 	if len(silent) > 0 {
 		return strings.Join(silent, ", ") + " did not answer either"
 	}
+	if len(others) == 0 {
+		// A cluster of one server: nothing else to keep up.
+		return ""
+	}
+	if !in.Target.JetStream && !slices.ContainsFunc(p.servers, func(s ServerState) bool { return s.Running.JetStream }) {
+		// No JetStream, so no meta group or stream to keep.
+		return p.gateOthers(others)
+	}
 	if obs.MetaLeader == "" || obs.MetaLeader == server {
 		return "the meta group has no leader without " + server
 	}
@@ -99,8 +107,13 @@ func (p *planner) gateWithout(server string) string {
 			}
 		}
 	}
+	return p.gateOthers(others)
+}
+
+// gateOthers: the other servers are members, Ready and at their target.
+func (p *planner) gateOthers(others []ServerState) string {
 	for _, c := range []func(*Input, []ServerState) string{checkMetaMembership, checkPodsReady, checkTargetRevision} {
-		if d := c(in, others); d != "" {
+		if d := c(p.in, others); d != "" {
 			return d
 		}
 	}

@@ -206,7 +206,9 @@ func TestNoStepPastAClosedGateLowersAGroupBelowQuorum(t *testing.T) {
 						current++
 					}
 				}
-				if current <= len(g.Members)/2 {
+				// A single server down is the whole meta group: restarting
+				// it cannot lower anything.
+				if current <= len(g.Members)/2 && len(in.Servers) > 1 {
 					t.Fatalf("run %d: stepping %s leaves the meta group %d current of %d: %s", run, x, current, len(g.Members), toJSON(in))
 				}
 			}
@@ -215,5 +217,43 @@ func TestNoStepPastAClosedGateLowersAGroupBelowQuorum(t *testing.T) {
 	t.Logf("20000 generated clusters with servers down: %d steps through a closed gate, none lowering a group below quorum", steps)
 	if steps == 0 {
 		t.Fatal("the generator never produced a down server the planner could step: it tests nothing")
+	}
+}
+
+// A single server stuck on a version that cannot start, then reverted, is
+// restarted though nothing is Settled (with or without JetStream: there is
+// no other server to keep up); so is one of three servers without
+// JetStream (no meta group to wait for), while the other two answer.
+func TestAStuckServerWithNothingElseToKeepUpIsRestarted(t *testing.T) {
+	revertedOne := func(in *Input) {
+		in.ConvergedRevision = newRev
+		s := server(in, "demo-0")
+		objectsAt(s, "bad")
+		s.Running.Version = "2.15.99"
+	}
+	revertedLast := func(in *Input) {
+		in.ConvergedRevision = newRev
+		stepped("demo-0", "demo-1")(in)
+		s := server(in, "demo-2")
+		objectsAt(s, "bad")
+		s.Running.Version = "2.15.99"
+	}
+	silentMeta := func(in *Input) { in.Observation.MetaLeader, in.Observation.MetaMembers, in.Observation.MetaCurrent = "", nil, nil }
+	for _, tc := range []struct {
+		name string
+		in   Input
+	}{
+		{"one server without JetStream", cluster(1, noJetStream, silentMeta, revertedOne, stuck("demo-0"))},
+		{"one JetStream server", cluster(1, silentMeta, revertedOne, stuck("demo-0"))},
+		{"three servers without JetStream", cluster(3, noJetStream, silentMeta, revertedLast, stuck("demo-2"))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := Plan(tc.in)
+			t.Logf("Progressing %s %s: %s", d.Progressing.Status, d.Progressing.Reason, d.Progressing.Message)
+			want := tc.in.Servers[len(tc.in.Servers)-1].Name
+			if d.Step == nil || d.Step.Kind != RestartOne || !slices.Equal(d.Step.Servers, []string{want}) {
+				t.Fatalf("step %+v, want the restart of %s", d.Step, want)
+			}
+		})
 	}
 }
