@@ -447,3 +447,112 @@ func TestJoiningASuperclusterWithStreamsOfItsOwnIsHeld(t *testing.T) {
 		}
 	}
 }
+
+var (
+	nsTenantA = framework.SharedNamespace("supercluster-tenant-a")
+	nsTenantB = framework.SharedNamespace("supercluster-tenant-b")
+)
+
+// soloGateway edits the JetStream example into the NatsCluster name: one
+// server without JetStream, on version, with a gateway of its own (a
+// supercluster of one, no remotes; gateway TLS by default).
+func soloGateway(name, version string) func(*unstructured.Unstructured) {
+	return func(o *unstructured.Unstructured) {
+		if o.GetKind() != "NatsCluster" {
+			return
+		}
+		o.SetName(name)
+		_ = unstructured.SetNestedField(o.Object, version, "spec", "version")
+		_ = unstructured.SetNestedField(o.Object, int64(1), "spec", "replicas")
+		unstructured.RemoveNestedField(o.Object, "spec", "jetstream")
+		_ = unstructured.SetNestedMap(o.Object, map[string]any{}, "spec", "gateway")
+	}
+}
+
+// waitUpToDateOn waits until the NatsCluster runs version, up to date, and
+// says how long that took from since.
+func waitUpToDateOn(ctx context.Context, t *testing.T, s *framework.Stack, ns, name, version string, since time.Time, within time.Duration) time.Duration {
+	t.Helper()
+	poll.Eventually(t, within, 250*time.Millisecond, ns+"/"+name+" on "+version+", up to date", func() error {
+		nc, err := s.Cluster(ctx, ns, name)
+		if err != nil {
+			return err
+		}
+		p := meta.FindStatusCondition(nc.Status.Conditions, clusterv1beta1.ConditionProgressing)
+		if nc.Status.Version != version || p == nil || p.Reason != clusterv1beta1.ReasonUpToDate || p.ObservedGeneration != nc.Generation {
+			return fmt.Errorf("version %q, Progressing %+v", nc.Status.Version, p)
+		}
+		return nil
+	})
+	return time.Since(since)
+}
+
+// Two superclusters run by one controller, one tenant's each: while a
+// member of tenant a's is stuck on a version that cannot start, a version
+// change of tenant b's completes as it does on its own (each supercluster
+// takes turns on a Lease of its own, and a member with a server that cannot
+// start gives its turn up). With one Lease for every gateway cluster,
+// tenant b's restart waited as long as tenant a's rollout stayed in
+// progress, which a version that cannot start keeps for ever.
+func TestOneTenantsStuckSuperclusterStopsNoOther(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	a := framework.Shared(ctx, t, nsTenantA)
+	b := framework.Shared(ctx, t, nsTenantB)
+	a.ApplyExample(ctx, t, nsTenantA, "natscluster-jetstream.yaml", soloGateway("a", "2.15.1"))
+	b.ApplyExample(ctx, t, nsTenantB, "natscluster-jetstream.yaml", soloGateway("b", "2.15.1"))
+	a.WaitSettledUpToDate(ctx, t, nsTenantA, "a", 5*time.Minute)
+	b.WaitSettledUpToDate(ctx, t, nsTenantB, "b", 5*time.Minute)
+	patch := func(s *framework.Stack, ns, name, version string) time.Time {
+		t.Helper()
+		if _, err := s.Nats.ClusterV1beta1().NatsClusters(ns).Patch(ctx, name, types.MergePatchType, []byte(fmt.Sprintf(`{"spec":{"version":%q}}`, version)), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		return time.Now()
+	}
+
+	alone := waitUpToDateOn(ctx, t, b, nsTenantB, "b", "2.15.2", patch(b, nsTenantB, "b", "2.15.2"), 5*time.Minute)
+	t.Logf("tenant b's 2.15.1 -> 2.15.2 on its own: %s", alone.Round(time.Millisecond))
+
+	patch(a, nsTenantA, "a", "2.15.99")
+	poll.Eventually(t, 2*time.Minute, 250*time.Millisecond, "tenant a's server named as unable to start 2.15.99", func() error {
+		nc, err := a.Cluster(ctx, nsTenantA, "a")
+		if err != nil {
+			return err
+		}
+		for _, srv := range nc.Status.Servers {
+			if strings.HasPrefix(srv.StartProblem, "ErrImagePull") {
+				return nil
+			}
+		}
+		return errors.New(framework.Conditions(nc))
+	})
+	beside := waitUpToDateOn(ctx, t, b, nsTenantB, "b", "2.15.1", patch(b, nsTenantB, "b", "2.15.1"), 5*time.Minute)
+	t.Logf("tenant b's 2.15.2 -> 2.15.1 while tenant a's server cannot start 2.15.99: %s (on its own: %s)", beside.Round(time.Millisecond), alone.Round(time.Millisecond))
+	nc, err := a.Cluster(ctx, nsTenantA, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := meta.FindStatusCondition(nc.Status.Conditions, clusterv1beta1.ConditionProgressing); p == nil || p.Status != metav1.ConditionTrue {
+		t.Errorf("tenant a's rollout is no longer in progress, so the check proves nothing: %+v", p)
+	}
+	la, lb := controller.SuperclusterLeaseName([]string{nsTenantA + "/a"}), controller.SuperclusterLeaseName([]string{nsTenantB + "/b"})
+	for _, name := range []string{la, lb} {
+		l, err := a.Kube.CoordinationV1().Leases("nats-system").Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Errorf("the Lease %s: %v", name, err)
+			continue
+		}
+		holder := ""
+		if l.Spec.HolderIdentity != nil {
+			holder = *l.Spec.HolderIdentity
+		}
+		t.Logf("Lease %s (members %s): holder %q", name, l.Annotations[controller.AnnotationSuperclusterMembers], holder)
+		if holder != "" {
+			t.Errorf("the Lease %s is held by %q: a member with a server that cannot start, or one up to date, holds no turn", name, holder)
+		}
+	}
+	patch(a, nsTenantA, "a", "2.15.1")
+	waitUpToDateOn(ctx, t, a, nsTenantA, "a", "2.15.1", time.Now(), 5*time.Minute)
+}
