@@ -384,8 +384,7 @@ func simultaneousVersionChanges(ctx context.Context, t *testing.T, east, west *f
 var nsJoinHeld = framework.SharedNamespace("supercluster-join")
 
 // A running 3-server JetStream cluster with a stream of its own, given
-// spec.gateway referencing a NatsCluster east (of its own namespace: one
-// of another would need its consent, and the hold comes before any
+// spec.gateway with a remote east by URL (the hold comes before any
 // remote is reached), is held with
 // OwnMetaGroup naming its meta leader, its stream and the remote, and the
 // way out; no pod is restarted, restart-all does not release it, and
@@ -406,7 +405,10 @@ func TestJoiningASuperclusterWithStreamsOfItsOwnIsHeld(t *testing.T) {
 	pods := []string{"demo-0-0", "demo-1-0", "demo-2-0"}
 	uids := s.PodUIDs(ctx, nsJoinHeld, pods...)
 
-	join := fmt.Sprintf(`{"metadata":{"annotations":{%q:""}},"spec":{"gateway":{"remotes":[{"name":"east","clusterRef":{"name":"east"}}]}}}`,
+	// A remote by URLs: by clusterRef, gateway TLS (the default) would
+	// first wait for the remote's routes CA (CertificateNotReady), and
+	// this test is about the hold of the gateway itself.
+	join := fmt.Sprintf(`{"metadata":{"annotations":{%q:""}},"spec":{"gateway":{"remotes":[{"name":"east","urls":["nats://east.example.com:7222"]}]}}}`,
 		clusterv1beta1.AnnotationRestartAll)
 	if _, err := s.Nats.ClusterV1beta1().NatsClusters(nsJoinHeld).Patch(ctx, "demo", types.MergePatchType, []byte(join), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
@@ -437,7 +439,13 @@ func TestJoiningASuperclusterWithStreamsOfItsOwnIsHeld(t *testing.T) {
 			t.Errorf("pod %s was restarted under the hold", pod)
 		}
 	}
-	if _, err := s.Nats.ClusterV1beta1().NatsClusters(nsJoinHeld).Patch(ctx, "demo", types.MergePatchType, []byte(`{"spec":{"gateway":null}}`), metav1.PatchOptions{}); err != nil {
+	// Going back takes the restart-all annotation off too: the held join
+	// already had the route certificate issued for the headless Service's
+	// names (gateway TLS, the default, presents it), so going back is a
+	// new route certificate, applied by reload; a restart-all left on
+	// would restart every server together for it.
+	back := fmt.Sprintf(`{"metadata":{"annotations":{%q:null}},"spec":{"gateway":null}}`, clusterv1beta1.AnnotationRestartAll)
+	if _, err := s.Nats.ClusterV1beta1().NatsClusters(nsJoinHeld).Patch(ctx, "demo", types.MergePatchType, []byte(back), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	s.WaitSettledUpToDate(ctx, t, nsJoinHeld, "demo", 2*time.Minute)
