@@ -238,7 +238,9 @@ func TestAStuckServerWithNothingElseToKeepUpIsRestarted(t *testing.T) {
 		objectsAt(s, "bad")
 		s.Running.Version = "2.15.99"
 	}
-	silentMeta := func(in *Input) { in.Observation.MetaLeader, in.Observation.MetaMembers, in.Observation.MetaCurrent = "", nil, nil }
+	silentMeta := func(in *Input) {
+		in.Observation.MetaLeader, in.Observation.MetaMembers, in.Observation.MetaCurrent = "", nil, nil
+	}
 	for _, tc := range []struct {
 		name string
 		in   Input
