@@ -36,15 +36,21 @@ func (p *planner) ownMetaGroup(streams []StreamRef) (Decision, bool) {
 	}
 	joining := p.in.Target.Gateway
 	msg := ownMetaGroupMessage(p.in.Cluster, joining, p.gatewayRemoteNames(), p.in.Observation.MetaLeader, streams, p.in.Observation.streamsKnown())
+	return p.heldOwnMetaGroup(msg, "spec.gateway"), true
+}
+
+// heldOwnMetaGroup is the OwnMetaGroup hold with msg, waiting for the
+// field named: no step, every server pending.
+func (p *planner) heldOwnMetaGroup(msg, waitingFor string) Decision {
 	reason := clusterv1beta1.ReasonOwnMetaGroup
 	return p.decision(Decision{
-		Hold: &Hold{Reason: reason, Message: msg, WaitingFor: "spec.gateway"},
+		Hold: &Hold{Reason: reason, Message: msg, WaitingFor: waitingFor},
 		Rollout: &clusterv1beta1.RolloutStatus{
 			TargetRevision: p.in.TargetRevision,
 			Pending:        p.allServersTogether(),
 		},
 		Progressing: condition(metav1.ConditionFalse, reason, msg),
-	}), true
+	})
 }
 
 // joiningMetaGroups holds a new gateway remote that would join two
@@ -94,15 +100,7 @@ func (p *planner) joiningMetaGroups() (Decision, bool) {
 		"so no restart makes it safe. Remove the remote to go back; to join, back up the streams of one side, delete its NatsCluster and volumes, and create it again with the remote: "+
 		"a new cluster joins with no meta group of its own",
 		strings.Join(joining, ", "), p.in.Cluster, own, held, strings.Join(joining, ", "), strings.Join(joining, ", "))
-	reason := clusterv1beta1.ReasonOwnMetaGroup
-	return p.decision(Decision{
-		Hold: &Hold{Reason: reason, Message: msg, WaitingFor: "spec.gateway.remotes"},
-		Rollout: &clusterv1beta1.RolloutStatus{
-			TargetRevision: p.in.TargetRevision,
-			Pending:        p.allServersTogether(),
-		},
-		Progressing: condition(metav1.ConditionFalse, reason, msg),
-	}), true
+	return p.heldOwnMetaGroup(msg, "spec.gateway.remotes"), true
 }
 
 // remoteNames are the remote clusters' names of a GatewayRemotes fact.
